@@ -1,0 +1,87 @@
+# Keystone for the local stack (STACK_KEYSTONE=1): sourced by hack/stack.sh.
+# sqlite in WAL mode, fernet tokens, the bundled single-threaded server; initialised state is cached.
+
+start_keystone() { # port
+  local port=$1 d=$STACK_DIR/keystone
+  mkdir -p "$d"
+  cat >"$d/keystone.conf" <<CONF
+[DEFAULT]
+use_stderr = true
+[database]
+connection = sqlite:///$STACK_DIR/state/keystone.sqlite
+[token]
+provider = fernet
+expiration = 86400
+[fernet_tokens]
+key_repository = $d/fernet-keys
+[fernet_receipts]
+key_repository = $d/fernet-receipts
+[credential]
+key_repository = $d/credential-keys
+[cache]
+enabled = false
+[identity]
+password_hash_algorithm = bcrypt
+password_hash_rounds = 4
+CONF
+  local cache=$CACHE_ROOT/keystone-$(dpkg-query -W -f='${Version}' python3-keystone | tr -c 'A-Za-z0-9.\n' '_')
+  if [[ ! -f $cache/keystone.sqlite ]]; then
+    log "initialising Keystone (about 10 s, cached for next time)"
+    local km=(keystone-manage --config-file "$d/keystone.conf")
+    "${km[@]}" db_sync
+    sqlite3 "$STACK_DIR/state/keystone.sqlite" 'PRAGMA journal_mode=WAL;' >/dev/null
+    "${km[@]}" fernet_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)"
+    "${km[@]}" fernet_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)" 2>/dev/null || true
+    "${km[@]}" credential_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)"
+    "${km[@]}" bootstrap --bootstrap-password secret --bootstrap-region-id RegionOne \
+      --bootstrap-admin-url "http://127.0.0.1:KSPORT/v3/" --bootstrap-public-url "http://127.0.0.1:KSPORT/v3/" \
+      --bootstrap-internal-url "http://127.0.0.1:KSPORT/v3/"
+    mkdir -p "$cache.tmp"
+    sqlite3 "$STACK_DIR/state/keystone.sqlite" ".backup '$cache.tmp/keystone.sqlite'"
+    cp -r "$d/fernet-keys" "$d/credential-keys" "$cache.tmp/"
+    [[ -d $d/fernet-receipts ]] && cp -r "$d/fernet-receipts" "$cache.tmp/"
+    rm -rf "$cache" && mv "$cache.tmp" "$cache"
+  else
+    cp "$cache/keystone.sqlite" "$STACK_DIR/state/keystone.sqlite"
+    cp -r "$cache/fernet-keys" "$cache/credential-keys" "$d/"
+    [[ -d $cache/fernet-receipts ]] && cp -r "$cache/fernet-receipts" "$d/"
+  fi
+  # The catalog holds a placeholder port; point it at this run's port.
+  sqlite3 "$STACK_DIR/state/keystone.sqlite" "UPDATE endpoint SET url = replace(url, 'KSPORT', '$port');"
+  start keystone env OS_KEYSTONE_CONFIG_FILES="$d/keystone.conf" "$PY" /usr/bin/keystone-wsgi-public --host 127.0.0.1 --port "$port"
+}
+
+keystone_token() { # port user password project
+  curl -sf -i -H 'Content-Type: application/json' "http://127.0.0.1:$1/v3/auth/tokens" -d "{\"auth\":{\"identity\":{\"methods\":[\"password\"],\"password\":{\"user\":{\"name\":\"$2\",\"domain\":{\"id\":\"default\"},\"password\":\"$3\"}}},\"scope\":{\"project\":{\"name\":\"$4\",\"domain\":{\"id\":\"default\"}}}}}" |
+    awk 'tolower($1)=="x-subject-token:"{print $2}' | tr -d '\r'
+}
+
+# keystone_bootstrap KSPORT NEUTRON_PORT OCTAVIA_PORT: catalog, service users and Raven's own project and user.
+keystone_bootstrap() {
+  local ks=http://127.0.0.1:$1/v3 tok
+  tok=$(keystone_token "$1" admin secret admin)
+  [[ -n $tok ]] || die "no Keystone admin token"
+  kpost() { curl -sf -H "X-Auth-Token: $tok" -H 'Content-Type: application/json' -X POST "$ks/$1" -d "$2"; }
+  kput() { curl -sf -H "X-Auth-Token: $tok" -X PUT "$ks/$1" >/dev/null; }
+  local sid svc url iface
+  for svc in "network neutron $2" "load-balancer octavia $3"; do
+    set -- $svc
+    sid=$(kpost services "{\"service\":{\"type\":\"$1\",\"name\":\"$2\"}}" | jq -r .service.id)
+    for iface in public internal admin; do
+      kpost endpoints "{\"endpoint\":{\"service_id\":\"$sid\",\"interface\":\"$iface\",\"region_id\":\"RegionOne\",\"url\":\"http://127.0.0.1:$3\"}}" >/dev/null
+    done
+  done
+  local admin_role member_role lbm_role service_pid raven_pid uid
+  admin_role=$(curl -sf -H "X-Auth-Token: $tok" "$ks/roles?name=admin" | jq -r '.roles[0].id')
+  member_role=$(curl -sf -H "X-Auth-Token: $tok" "$ks/roles?name=member" | jq -r '.roles[0].id')
+  lbm_role=$(kpost roles '{"role":{"name":"load-balancer_member"}}' | jq -r .role.id)
+  service_pid=$(kpost projects '{"project":{"name":"service","domain_id":"default"}}' | jq -r .project.id)
+  raven_pid=$(kpost projects '{"project":{"name":"raven","domain_id":"default"}}' | jq -r .project.id)
+  for u in neutron octavia; do
+    uid=$(kpost users "{\"user\":{\"name\":\"$u\",\"password\":\"secret\",\"domain_id\":\"default\"}}" | jq -r .user.id)
+    kput "projects/$service_pid/users/$uid/roles/$admin_role"
+  done
+  uid=$(kpost users '{"user":{"name":"raven","password":"secret","domain_id":"default"}}' | jq -r .user.id)
+  kput "projects/$raven_pid/users/$uid/roles/$member_role"
+  kput "projects/$raven_pid/users/$uid/roles/$lbm_role"
+}

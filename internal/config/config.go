@@ -1,0 +1,253 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Options is Raven's whole configuration. The YAML file uses the JSON names below.
+type Options struct {
+	// ClusterID is written into the tags of every OpenStack object Raven creates. Two clusters that
+	// share a Neutron must use different IDs.
+	ClusterID string `json:"clusterID"`
+	// Kubeconfig is the kubeconfig file; empty means in-cluster configuration.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+
+	OpenStack OpenStack `json:"openstack"`
+	Neutron   Neutron   `json:"neutron"`
+
+	// Controllers switches the watchers on and off (seed 000: the watchers are chosen in the configuration).
+	Controllers Controllers `json:"controllers"`
+
+	// Workers is the number of objects each controller reconciles at once.
+	Workers int `json:"workers"`
+	// ResyncPeriod is how often Raven lists its OpenStack objects to repair out-of-band changes and sweep orphans.
+	ResyncPeriod Duration `json:"resyncPeriod"`
+	// OrphanGracePeriod protects just-created objects from the sweep.
+	OrphanGracePeriod Duration `json:"orphanGracePeriod"`
+
+	MetricsAddr string `json:"metricsAddr"`
+	HealthAddr  string `json:"healthAddr"`
+
+	LeaderElection LeaderElection `json:"leaderElection"`
+}
+
+// OpenStack says where the credentials are.
+type OpenStack struct {
+	// CloudsFile is the clouds.yaml path (default: $OS_CLIENT_CONFIG_FILE).
+	CloudsFile string `json:"cloudsFile"`
+	// Cloud is the entry of clouds.yaml to use (default: $OS_CLOUD).
+	Cloud string `json:"cloud"`
+}
+
+// Neutron describes the cluster's networks.
+type Neutron struct {
+	// ExternalNetwork is the name or ID of the provider network that routers and floating IPs use.
+	ExternalNetwork string `json:"externalNetwork"`
+	// ExternalSubnetCIDR bounds the addresses a Service's externalIPs may turn into floating IPs
+	// (cluster_external_subnet in seed 004).
+	ExternalSubnetCIDR string `json:"externalSubnetCIDR"`
+	// PodSubnetPoolID uses an existing subnet pool; otherwise Raven ensures one with PodSubnetPoolCIDR.
+	PodSubnetPoolID       string `json:"podSubnetPoolID,omitempty"`
+	PodSubnetPoolCIDR     string `json:"podSubnetPoolCIDR"`
+	PodSubnetPrefixLength int    `json:"podSubnetPrefixLength"`
+	// RouterID uses an existing router; otherwise Raven ensures one with its gateway on ExternalNetwork.
+	RouterID string `json:"routerID,omitempty"`
+	// ServiceSubnetCIDR is the Neutron subnet for load balancer VIPs. It must contain the cluster's
+	// service-cluster-ip-range in its lower half: Raven puts the gateway and Neutron's own allocations in
+	// the upper half, so that they never take a clusterIP.
+	ServiceSubnetCIDR string `json:"serviceSubnetCIDR"`
+}
+
+// Controllers lists the watchers.
+type Controllers struct {
+	Namespaces bool `json:"namespaces"`
+	Pods       bool `json:"pods"`
+	Services   bool `json:"services"`
+}
+
+// LeaderElection configures the single-writer lease.
+type LeaderElection struct {
+	Enabled       bool     `json:"enabled"`
+	Namespace     string   `json:"namespace"`
+	LeaseDuration Duration `json:"leaseDuration"`
+	RenewDeadline Duration `json:"renewDeadline"`
+	RetryPeriod   Duration `json:"retryPeriod"`
+}
+
+// Duration is a time.Duration written as "30s" in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON reads "30s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if len(s) >= 2 && s[0] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("invalid duration %s: %w", string(b), err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes "30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// Default returns the options Raven runs with when nothing is configured.
+func Default() Options {
+	return Options{
+		ClusterID: "kubernetes",
+		Neutron: Neutron{
+			ExternalNetwork:       "public",
+			PodSubnetPoolCIDR:     "10.244.0.0/16",
+			PodSubnetPrefixLength: 24,
+		},
+		Controllers:       Controllers{Namespaces: true, Pods: true, Services: true},
+		Workers:           16,
+		ResyncPeriod:      Duration{5 * time.Minute},
+		OrphanGracePeriod: Duration{2 * time.Minute},
+		MetricsAddr:       ":8080",
+		HealthAddr:        ":8081",
+		LeaderElection: LeaderElection{
+			Enabled:       false,
+			Namespace:     "kube-system",
+			LeaseDuration: Duration{15 * time.Second},
+			RenewDeadline: Duration{10 * time.Second},
+			RetryPeriod:   Duration{2 * time.Second},
+		},
+	}
+}
+
+// Load reads the YAML file at path over the defaults. Unknown fields are an error, so typos show.
+func Load(path string) (Options, error) {
+	o := Default()
+	if path == "" {
+		return o, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return o, fmt.Errorf("reading config: %w", err)
+	}
+	if err := yaml.UnmarshalStrict(raw, &o); err != nil {
+		return o, fmt.Errorf("config %s: %w", path, err)
+	}
+	return o, nil
+}
+
+// Flags are the command-line overrides; only flags given on the command line win over the file.
+type Flags struct {
+	ConfigFile string
+	fs         *flag.FlagSet
+	o          Options
+}
+
+// BindFlags registers Raven's flags on fs.
+func BindFlags(fs *flag.FlagSet) *Flags {
+	f := &Flags{fs: fs}
+	fs.StringVar(&f.ConfigFile, "config", os.Getenv("RAVEN_CONFIG"), "YAML configuration file (default $RAVEN_CONFIG)")
+	fs.StringVar(&f.o.ClusterID, "cluster-id", "", "cluster ID written into every OpenStack tag")
+	fs.StringVar(&f.o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, or $KUBECONFIG)")
+	fs.StringVar(&f.o.OpenStack.CloudsFile, "clouds-file", "", "clouds.yaml path (default $OS_CLIENT_CONFIG_FILE)")
+	fs.StringVar(&f.o.OpenStack.Cloud, "cloud", "", "cloud entry in clouds.yaml (default $OS_CLOUD)")
+	fs.StringVar(&f.o.MetricsAddr, "metrics-bind-address", "", "address of /metrics (\"0\" turns it off)")
+	fs.StringVar(&f.o.HealthAddr, "health-probe-bind-address", "", "address of /healthz and /readyz")
+	fs.BoolVar(&f.o.LeaderElection.Enabled, "leader-elect", false, "run as one of several replicas, only the lease holder writes")
+	fs.StringVar(&f.o.LeaderElection.Namespace, "leader-election-namespace", "", "namespace of the leader election Lease")
+	fs.IntVar(&f.o.Workers, "workers", 0, "objects each controller reconciles at once")
+	fs.DurationVar(&f.o.ResyncPeriod.Duration, "resync-period", 0, "how often OpenStack is listed to repair drift and sweep orphans")
+	fs.DurationVar(&f.o.OrphanGracePeriod.Duration, "orphan-grace-period", 0, "age an ownerless object must reach before the sweep deletes it")
+	return f
+}
+
+// Options loads the file and applies the flags that were set.
+func (f *Flags) Options() (Options, error) {
+	o, err := Load(f.ConfigFile)
+	if err != nil {
+		return o, err
+	}
+	f.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "cluster-id":
+			o.ClusterID = f.o.ClusterID
+		case "kubeconfig":
+			o.Kubeconfig = f.o.Kubeconfig
+		case "clouds-file":
+			o.OpenStack.CloudsFile = f.o.OpenStack.CloudsFile
+		case "cloud":
+			o.OpenStack.Cloud = f.o.OpenStack.Cloud
+		case "metrics-bind-address":
+			o.MetricsAddr = f.o.MetricsAddr
+		case "health-probe-bind-address":
+			o.HealthAddr = f.o.HealthAddr
+		case "leader-elect":
+			o.LeaderElection.Enabled = f.o.LeaderElection.Enabled
+		case "leader-election-namespace":
+			o.LeaderElection.Namespace = f.o.LeaderElection.Namespace
+		case "workers":
+			o.Workers = f.o.Workers
+		case "resync-period":
+			o.ResyncPeriod = f.o.ResyncPeriod
+		case "orphan-grace-period":
+			o.OrphanGracePeriod = f.o.OrphanGracePeriod
+		}
+	})
+	if o.OpenStack.CloudsFile == "" {
+		o.OpenStack.CloudsFile = os.Getenv("OS_CLIENT_CONFIG_FILE")
+	}
+	if o.OpenStack.Cloud == "" {
+		o.OpenStack.Cloud = os.Getenv("OS_CLOUD")
+	}
+	if o.Kubeconfig == "" {
+		o.Kubeconfig = os.Getenv("KUBECONFIG")
+	}
+	return o, o.Validate()
+}
+
+// Validate reports every problem at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.ClusterID == "" {
+		errs = append(errs, errors.New("clusterID must be set"))
+	}
+	if len(o.ClusterID) > 64 {
+		errs = append(errs, errors.New("clusterID must be at most 64 characters"))
+	}
+	if o.OpenStack.CloudsFile == "" || o.OpenStack.Cloud == "" {
+		errs = append(errs, errors.New("openstack.cloudsFile and openstack.cloud (or $OS_CLIENT_CONFIG_FILE and $OS_CLOUD) must be set"))
+	}
+	if o.Neutron.PodSubnetPoolID == "" {
+		if _, err := netip.ParsePrefix(o.Neutron.PodSubnetPoolCIDR); err != nil {
+			errs = append(errs, fmt.Errorf("neutron.podSubnetPoolCIDR: %w", err))
+		}
+	}
+	if o.Neutron.PodSubnetPrefixLength < 8 || o.Neutron.PodSubnetPrefixLength > 30 {
+		errs = append(errs, fmt.Errorf("neutron.podSubnetPrefixLength %d must be between 8 and 30", o.Neutron.PodSubnetPrefixLength))
+	}
+	if o.Neutron.ExternalSubnetCIDR != "" {
+		if _, err := netip.ParsePrefix(o.Neutron.ExternalSubnetCIDR); err != nil {
+			errs = append(errs, fmt.Errorf("neutron.externalSubnetCIDR: %w", err))
+		}
+	}
+	if o.Controllers.Services {
+		if p, err := netip.ParsePrefix(o.Neutron.ServiceSubnetCIDR); err != nil {
+			errs = append(errs, fmt.Errorf("neutron.serviceSubnetCIDR (needed by the service controller): %w", err))
+		} else if p.Bits() > 29 {
+			errs = append(errs, fmt.Errorf("neutron.serviceSubnetCIDR %s is too small", p))
+		}
+	}
+	if o.Workers < 1 {
+		errs = append(errs, errors.New("workers must be at least 1"))
+	}
+	if o.ResyncPeriod.Duration < time.Second {
+		errs = append(errs, errors.New("resyncPeriod must be at least 1s"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,70 @@
+package config
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "raven.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const valid = `
+clusterID: c1
+openstack: {cloudsFile: /x/clouds.yaml, cloud: raven}
+neutron: {serviceSubnetCIDR: 10.0.0.0/24, externalSubnetCIDR: 172.24.4.0/24}
+resyncPeriod: 10s
+`
+
+func TestLoadAndFlags(t *testing.T) {
+	cases := []struct {
+		name    string
+		file    string
+		args    []string
+		check   func(Options) bool
+		wantErr string
+	}{
+		{"the file fills the options over the defaults", valid, nil,
+			func(o Options) bool { return o.ClusterID == "c1" && o.ResyncPeriod.Duration == 10*time.Second && o.Workers == 16 }, ""},
+		{"a flag given on the command line wins over the file", valid, []string{"--cluster-id=c2", "--workers=3"},
+			func(o Options) bool { return o.ClusterID == "c2" && o.Workers == 3 }, ""},
+		{"a flag left out does not reset the file's value", valid, []string{"--workers=3"},
+			func(o Options) bool { return o.ClusterID == "c1" }, ""},
+		{"an unknown field is an error", valid + "bogus: 1\n", nil, nil, "bogus"},
+		{"a bad CIDR is an error", strings.Replace(valid, "10.0.0.0/24", "10.0.0.0/33", 1), nil, nil, "serviceSubnetCIDR"},
+		{"a bad duration is an error", strings.Replace(valid, "10s", "ten", 1), nil, nil, "duration"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("OS_CLIENT_CONFIG_FILE", "")
+			t.Setenv("OS_CLOUD", "")
+			fs := flag.NewFlagSet("raven", flag.ContinueOnError)
+			f := BindFlags(fs)
+			if err := fs.Parse(append([]string{"--config=" + writeFile(t, tc.file)}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			o, err := f.Options()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one mentioning %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(o) {
+				t.Fatalf("unexpected options %+v", o)
+			}
+		})
+	}
+}

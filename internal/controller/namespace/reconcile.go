@@ -1,0 +1,109 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/neutron"
+)
+
+// Reconciler gives namespaces their networks.
+type Reconciler struct {
+	Client   client.Client
+	Neutron  *neutron.Manager
+	Gate     *controller.Gate
+	Recorder events.EventRecorder
+}
+
+// Reconcile makes Neutron match the namespace as it is now.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.Gate.Wait(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	log := klog.FromContext(ctx)
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, req.NamespacedName, &ns); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ns.DeletionTimestamp.IsZero() {
+		if !controllerutil.ContainsFinalizer(&ns, annotations.NamespaceFinalizer) {
+			return reconcile.Result{}, nil
+		}
+		err := r.Neutron.DeleteNamespace(ctx, string(ns.UID))
+		if errors.Is(err, neutron.ErrPortsRemain) {
+			log.V(3).Info("Waiting for pod ports to go before removing the network")
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		if err != nil {
+			r.warn(&ns, "NetworkDelete", "removing the namespace network", err)
+			return reconcile.Result{}, err
+		}
+		log.V(1).Info("Removed namespace network")
+		return reconcile.Result{}, r.setFinalizer(ctx, &ns, false)
+	}
+	// The finalizer goes on before the first OpenStack write, so nothing can be left behind.
+	if err := r.setFinalizer(ctx, &ns, true); err != nil {
+		return reconcile.Result{}, err
+	}
+	nn, err := r.Neutron.EnsureNamespace(ctx, string(ns.UID), ns.Name)
+	if err != nil {
+		r.warn(&ns, "NetworkCreate", "creating the namespace network", err)
+		return reconcile.Result{}, err
+	}
+	want, err := Annotations(nn, r.Neutron.C.RouterID)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	changes := annotations.Changes(ns.Annotations, want)
+	if len(changes) == 0 {
+		return reconcile.Result{}, nil
+	}
+	body, err := annotations.MergePatch(changes)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.Client.Patch(ctx, &ns, client.RawPatch(types.MergePatchType, body), client.FieldOwner(annotations.FieldManager)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	log.V(1).Info("Namespace network ready", "network", nn.Network.ID, "subnet", nn.Subnet.ID, "cidr", nn.Subnet.CIDR)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(&ns, nil, corev1.EventTypeNormal, "NetworkReady", "Annotate", "network %s, subnet %s (%s)", nn.Network.ID, nn.Subnet.ID, nn.Subnet.CIDR)
+	}
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) setFinalizer(ctx context.Context, ns *corev1.Namespace, present bool) error {
+	if controllerutil.ContainsFinalizer(ns, annotations.NamespaceFinalizer) == present {
+		return nil
+	}
+	orig := ns.DeepCopy()
+	if present {
+		controllerutil.AddFinalizer(ns, annotations.NamespaceFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(ns, annotations.NamespaceFinalizer)
+	}
+	// An optimistic lock keeps the finalizer list of other controllers intact.
+	err := r.Client.Patch(ctx, ns, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(annotations.FieldManager))
+	if err != nil {
+		return fmt.Errorf("updating the finalizer: %w", client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+func (r *Reconciler) warn(ns *corev1.Namespace, action, what string, err error) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, controller.Reason(action, err), action, "%s", controller.Message(what, err))
+	}
+}

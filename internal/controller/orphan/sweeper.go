@@ -1,0 +1,184 @@
+package orphan
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/internal/config"
+	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/metrics"
+	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+// Sweeper is a leader-only runnable.
+type Sweeper struct {
+	Client  client.Reader
+	Neutron *neutron.Manager
+	Options config.Options
+	// WithServices asks for the service network.
+	WithServices bool
+	Gate         *controller.Gate
+	Metrics      *metrics.Metrics
+	// PodRepairs and NamespaceRepairs take objects whose OpenStack side must be rebuilt.
+	PodRepairs       chan<- event.GenericEvent
+	NamespaceRepairs chan<- event.GenericEvent
+	// Extra runs after each resync with the same clock (the service sweep hooks in here).
+	Extra []func(ctx context.Context, now time.Time) error
+	// CacheSynced blocks until the informer caches are filled.
+	CacheSynced func(ctx context.Context) bool
+}
+
+// NeedLeaderElection: only the leader writes.
+func (s *Sweeper) NeedLeaderElection() bool { return true }
+
+// Start ensures the cluster objects, loads the index, opens the gate and then resyncs periodically.
+func (s *Sweeper) Start(ctx context.Context) error {
+	log := klog.FromContext(ctx).WithName("resync")
+	ctx = klog.NewContext(ctx, log)
+	if s.CacheSynced != nil && !s.CacheSynced(ctx) {
+		return ctx.Err()
+	}
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		c, err := neutron.EnsureCluster(ctx, s.Neutron.N, s.Options.ClusterID, s.Options.Neutron, s.WithServices)
+		if err != nil {
+			log.Error(err, "Ensuring the cluster's Neutron objects; will retry")
+			return false, nil
+		}
+		*s.Neutron.C = *c
+		snap, err := neutron.List(ctx, s.Neutron.N, s.Neutron.C)
+		if err != nil {
+			log.Error(err, "Loading the cluster's Neutron objects; will retry")
+			return false, nil
+		}
+		s.Neutron.X.Replace(s.Options.ClusterID, snap)
+		return true, nil
+	})
+	if err != nil {
+		return nil // context ended
+	}
+	log.Info("Neutron ready", "router", s.Neutron.C.RouterID, "subnetPool", s.Neutron.C.SubnetPoolID,
+		"networks", len(s.Neutron.X.Networks()), "ports", len(s.Neutron.X.PodPorts()),
+		"tagsOnPortCreate", s.Neutron.C.Caps.TagsOnPortCreate)
+	s.Gate.Open()
+	// The first sweep runs right away: a pod deleted while Raven was stopped loses its port now.
+	first := true
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if err := s.Resync(ctx, time.Now(), !first); err != nil {
+			log.Error(err, "Resync failed; will retry at the next period")
+		}
+		first = false
+	}, s.Options.ResyncPeriod.Duration)
+	return nil
+}
+
+// Resync refreshes the index from Neutron (unless reload is false), repairs and sweeps.
+func (s *Sweeper) Resync(ctx context.Context, now time.Time, reload bool) error {
+	if reload {
+		snap, err := neutron.List(ctx, s.Neutron.N, s.Neutron.C)
+		if err != nil {
+			return err
+		}
+		s.Neutron.X.Replace(s.Options.ClusterID, snap)
+	}
+	errs := []error{s.sweepPods(ctx, now), s.sweepNamespaces(ctx, now)}
+	for _, f := range s.Extra {
+		errs = append(errs, f(ctx, now))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Sweeper) old(created, now time.Time) bool {
+	return now.Sub(created) >= s.Options.OrphanGracePeriod.Duration
+}
+
+func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
+	log := klog.FromContext(ctx)
+	var pods corev1.PodList
+	if err := s.Client.List(ctx, &pods); err != nil {
+		return err
+	}
+	live := make(map[string]bool, len(pods.Items))
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		live[string(p.UID)] = true
+		// A pod whose annotated port is gone from Neutron (deleted out of band) goes back to its reconciler.
+		var ann annotations.Port
+		if ok, _ := annotations.Decode(p.Annotations, annotations.PodPort, &ann); ok {
+			if !hasPort(s.Neutron.X.PortsOf(string(p.UID)), ann.ID) {
+				s.PodRepairs <- event.GenericEvent{Object: p}
+			}
+		}
+	}
+	var errs []error
+	for _, port := range s.Neutron.X.PodPorts() {
+		o, _ := ownership.Parse(port.Tags)
+		if live[o.UID] || !s.old(port.CreatedAt, now) {
+			continue
+		}
+		if _, err := s.Neutron.ReleasePorts(ctx, o.UID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		log.Info("Deleted orphan port", "port", port.ID, "owner", o.Name, "podUID", o.UID)
+		s.swept("port")
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Sweeper) sweepNamespaces(ctx context.Context, now time.Time) error {
+	log := klog.FromContext(ctx)
+	var nss corev1.NamespaceList
+	if err := s.Client.List(ctx, &nss); err != nil {
+		return err
+	}
+	live := make(map[string]bool, len(nss.Items))
+	for i := range nss.Items {
+		ns := &nss.Items[i]
+		live[string(ns.UID)] = true
+		if _, annotated := ns.Annotations[annotations.NamespaceNetwork]; annotated && ns.DeletionTimestamp.IsZero() {
+			if nn := s.Neutron.X.Network(string(ns.UID)); nn == nil || nn.Subnet == nil {
+				s.NamespaceRepairs <- event.GenericEvent{Object: ns}
+			}
+		}
+	}
+	var errs []error
+	for _, nn := range s.Neutron.X.Networks() {
+		if live[nn.NamespaceUID] || !s.old(nn.Network.CreatedAt, now) {
+			continue
+		}
+		if err := s.Neutron.DeleteNamespace(ctx, nn.NamespaceUID); err != nil {
+			if !errors.Is(err, neutron.ErrPortsRemain) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		log.Info("Deleted orphan namespace network", "network", nn.Network.ID, "namespace", nn.Namespace)
+		s.swept("network")
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Sweeper) swept(kind string) {
+	if s.Metrics != nil {
+		s.Metrics.Swept.WithLabelValues(kind).Inc()
+	}
+}
+
+func hasPort(ports []neutron.Port, id string) bool {
+	for _, p := range ports {
+		if p.ID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,67 @@
+package pod
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/raven-net/raven/internal/annotations"
+)
+
+// IndexFields registers the cache indexes the reconciler uses.
+func IndexFields(ctx context.Context, mgr manager.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, UIDField, func(o client.Object) []string {
+		return []string{string(o.GetUID())}
+	})
+}
+
+// SetupWithManager watches pods, the namespaces they live in (a namespace's network annotation
+// brings its waiting pods back), and repair requests from the resync.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, repairs <-chan event.GenericEvent) error {
+	podsOf := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var pods corev1.PodList
+		if err := mgr.GetClient().List(ctx, &pods, client.InNamespace(o.GetName())); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(pods.Items))
+		for _, p := range pods.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+		}
+		return reqs
+	})
+	networkChanged := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetAnnotations()[annotations.NamespaceSubnet] != e.ObjectNew.GetAnnotations()[annotations.NamespaceSubnet]
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+	return builder.ControllerManagedBy(mgr).
+		Named("pod").
+		For(&corev1.Pod{}, builder.WithPredicates(relevant)).
+		Watches(&corev1.Namespace{}, podsOf, builder.WithPredicates(networkChanged)).
+		WatchesRawSource(source.Channel(repairs, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// relevant drops pod updates that change nothing Raven looks at (status churn from the kubelet).
+var relevant = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+		return o.Status.Phase != n.Status.Phase ||
+			o.Annotations[annotations.PodPort] != n.Annotations[annotations.PodPort] ||
+			o.Annotations[annotations.PodSubnet] != n.Annotations[annotations.PodSubnet] ||
+			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
+	},
+}

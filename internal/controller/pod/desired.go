@@ -1,0 +1,67 @@
+package pod
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// NeedsPort says whether a pod should have a Neutron port now.
+func NeedsPort(p *corev1.Pod) bool {
+	if p.Spec.HostNetwork {
+		return false
+	}
+	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// PortAnnotation renders a port as the kuryr.org/neutron-port value.
+func PortAnnotation(p openstack.Port) annotations.Port {
+	ips := make([]annotations.FixedIP, 0, len(p.FixedIPs))
+	for _, ip := range p.FixedIPs {
+		ips = append(ips, annotations.FixedIP{SubnetID: ip.SubnetID, IPAddress: ip.IPAddress})
+	}
+	sgs := p.SecurityGroups
+	if sgs == nil {
+		sgs = []string{}
+	}
+	return annotations.Port{
+		ID: p.ID, Name: p.Name, NetworkID: p.NetworkID, TenantID: p.ProjectID, ProjectID: p.ProjectID,
+		MACAddress: p.MACAddress, FixedIPs: ips, Status: p.Status, AdminStateUp: p.AdminStateUp,
+		DeviceOwner: p.DeviceOwner, DeviceID: p.DeviceID, SecurityGroups: sgs,
+	}
+}
+
+// SubnetAnnotation renders a subnet as the kuryr.org/neutron-subnet value.
+func SubnetAnnotation(s openstack.Subnet) annotations.Subnet {
+	pools := make([]annotations.AllocationPool, 0, len(s.AllocationPools))
+	for _, p := range s.AllocationPools {
+		pools = append(pools, annotations.AllocationPool{Start: p.Start, End: p.End})
+	}
+	dns := s.DNSNameservers
+	if dns == nil {
+		dns = []string{}
+	}
+	return annotations.Subnet{
+		ID: s.ID, Name: s.Name, NetworkID: s.NetworkID, TenantID: s.ProjectID, CIDR: s.CIDR, GatewayIP: s.GatewayIP,
+		IPVersion: s.IPVersion, AllocationPools: pools, DNSNameservers: dns, HostRoutes: []any{},
+		EnableDHCP: s.EnableDHCP, SubnetPoolID: s.SubnetPoolID,
+	}
+}
+
+// Annotations returns the pod annotations Raven wants: the port and subnet, or neither (nil values
+// remove them).
+func Annotations(port *openstack.Port, subnet *openstack.Subnet) (map[string]*string, error) {
+	if port == nil || subnet == nil {
+		return map[string]*string{annotations.PodPort: nil, annotations.PodSubnet: nil}, nil
+	}
+	p, err := annotations.Encode(PortAnnotation(*port))
+	if err != nil {
+		return nil, err
+	}
+	s, err := annotations.Encode(SubnetAnnotation(*subnet))
+	if err != nil {
+		return nil, err
+	}
+	return map[string]*string{annotations.PodPort: &p, annotations.PodSubnet: &s}, nil
+}

@@ -1,0 +1,173 @@
+package pod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/metrics"
+	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+// UIDField is the cache index that finds a pod by UID.
+const UIDField = "metadata.uid"
+
+// Reconciler gives pods their ports.
+type Reconciler struct {
+	Client   ctrl.Client
+	Neutron  *neutron.Manager
+	Gate     *controller.Gate
+	Recorder events.EventRecorder
+	Metrics  *metrics.Metrics
+}
+
+// Reconcile makes Neutron and the pod's annotations match the pod as it is now.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.Gate.Wait(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	log := klog.FromContext(ctx)
+	var pod corev1.Pod
+	if err := r.Client.Get(ctx, req.NamespacedName, &pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, r.releaseGone(ctx, req.Namespace)
+		}
+		return reconcile.Result{}, err
+	}
+	if !NeedsPort(&pod) {
+		n, err := r.Neutron.ReleasePorts(ctx, string(pod.UID))
+		if err != nil {
+			r.warn(&pod, "PortDelete", "deleting the port of a finished pod", err)
+			return reconcile.Result{}, err
+		}
+		if n > 0 {
+			log.V(2).Info("Released port of finished pod", "ports", n)
+		}
+		return reconcile.Result{}, r.patch(ctx, &pod, nil, nil)
+	}
+
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, &ns); err != nil {
+		return reconcile.Result{}, err
+	}
+	nn := r.Neutron.X.Network(string(ns.UID))
+	if nn == nil || nn.Subnet == nil || !nn.Attached {
+		// The namespace controller is still building the network; its annotation brings the pod back.
+		log.V(3).Info("Waiting for the namespace network")
+		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	port, created, err := r.Neutron.EnsurePort(ctx, neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}, nn)
+	if err != nil {
+		r.warn(&pod, "PortCreate", "creating the Neutron port", err)
+		return reconcile.Result{}, err
+	}
+	if created {
+		log.V(2).Info("Created port", "port", port.ID, "ip", firstIP(port.FixedIPs))
+	}
+	hadPort := pod.Annotations[annotations.PodPort] != ""
+	if err := r.patch(ctx, &pod, &port, nn); err != nil {
+		return reconcile.Result{}, err
+	}
+	if !hadPort && r.Metrics != nil {
+		r.Metrics.PodPortLatency.Observe(time.Since(pod.CreationTimestamp.Time).Seconds())
+	}
+	return reconcile.Result{}, nil
+}
+
+// patch writes the port and subnet annotations (or removes them when port is nil), only if they differ.
+func (r *Reconciler) patch(ctx context.Context, pod *corev1.Pod, port *neutron.Port, nn *neutron.NamespaceNet) error {
+	var want map[string]*string
+	var err error
+	if port == nil {
+		want, err = Annotations(nil, nil)
+	} else {
+		want, err = Annotations(port, nn.Subnet)
+	}
+	if err != nil {
+		return err
+	}
+	changes := annotations.Changes(pod.Annotations, want)
+	if len(changes) == 0 {
+		return nil
+	}
+	body, err := annotations.MergePatch(changes)
+	if err != nil {
+		return err
+	}
+	err = r.Client.Patch(ctx, pod, ctrl.RawPatch(types.MergePatchType, body), ctrl.FieldOwner(annotations.FieldManager))
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile: its delete event releases the port
+	}
+	if err != nil {
+		return fmt.Errorf("annotating pod: %w", err)
+	}
+	if port != nil {
+		klog.FromContext(ctx).V(2).Info("Annotated pod", "port", port.ID, "ip", firstIP(port.FixedIPs))
+	}
+	return nil
+}
+
+// releaseGone deletes the ports of the namespace's pods that no longer exist. The cache is the truth
+// here: Raven only ever creates a port for a pod it has seen in the cache.
+func (r *Reconciler) releaseGone(ctx context.Context, namespace string) error {
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil {
+		// Without the namespace there is no network to look at; its teardown removes everything.
+		return ctrl.IgnoreNotFound(err)
+	}
+	nn := r.Neutron.X.Network(string(ns.UID))
+	if nn == nil {
+		return nil
+	}
+	var errs []error
+	for _, p := range r.Neutron.X.PortsOn(nn.Network.ID) {
+		o, _ := ownership.Parse(p.Tags)
+		if o.Kind != ownership.KindPod {
+			continue
+		}
+		live, err := r.podExists(ctx, o.UID)
+		if err != nil || live {
+			errs = append(errs, err)
+			continue
+		}
+		if _, err := r.Neutron.ReleasePorts(ctx, o.UID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted port of deleted pod", "port", p.ID, "podUID", o.UID)
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) podExists(ctx context.Context, uid string) (bool, error) {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, ctrl.MatchingFields{UIDField: uid}); err != nil {
+		return false, err
+	}
+	return len(pods.Items) > 0, nil
+}
+
+func (r *Reconciler) warn(pod *corev1.Pod, action, what string, err error) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, controller.Reason(action, err), action, "%s", controller.Message(what, err))
+	}
+}
+
+func firstIP(ips []neutron.FixedIP) string {
+	if len(ips) == 0 {
+		return ""
+	}
+	return ips[0].IPAddress
+}

@@ -1,0 +1,54 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// Gate is closed once the cluster's OpenStack objects are ensured and the index is loaded.
+type Gate struct {
+	ch chan struct{}
+}
+
+// NewGate returns a shut gate.
+func NewGate() *Gate { return &Gate{ch: make(chan struct{})} }
+
+// Open lets reconcilers through. Call it once.
+func (g *Gate) Open() { close(g.ch) }
+
+// Wait blocks until the gate opens or ctx ends.
+func (g *Gate) Wait(ctx context.Context) error {
+	select {
+	case <-g.ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// IsOpen reports without blocking.
+func (g *Gate) IsOpen() bool {
+	select {
+	case <-g.ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Reason turns an error into a short CamelCase event reason with a prefix, e.g. "PortCreateQuotaExceeded".
+func Reason(prefix string, err error) string {
+	var e *openstack.Error
+	if errors.As(err, &e) {
+		return prefix + string(e.Kind)
+	}
+	return prefix + "Failed"
+}
+
+// Message is the note of a Warning event: what failed and why, without secrets.
+func Message(what string, err error) string {
+	return fmt.Sprintf("%s: %v", what, err)
+}

@@ -1,0 +1,168 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/raven-net/raven/internal/config"
+	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/controller/namespace"
+	"github.com/raven-net/raven/internal/controller/orphan"
+	"github.com/raven-net/raven/internal/controller/pod"
+	"github.com/raven-net/raven/internal/metrics"
+	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// Run connects to both APIs and runs Raven until ctx ends.
+func Run(ctx context.Context, o config.Options) error {
+	log := klog.FromContext(ctx)
+	restCfg, err := restConfig(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	m := metrics.New(nil)
+	clients, err := openstack.NewClients(ctx, o.OpenStack.CloudsFile, o.OpenStack.Cloud, m)
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                  scheme,
+		Logger:                  log,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.HealthAddr,
+		GracefulShutdownTimeout: ptr(4 * time.Second),
+		Cache: cache.Options{
+			// Raven never reads managedFields; dropping them keeps the caches small.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		LeaderElection:                o.LeaderElection.Enabled,
+		LeaderElectionID:              "raven-" + o.ClusterID,
+		LeaderElectionNamespace:       o.LeaderElection.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.LeaderElection.LeaseDuration.Duration,
+		RenewDeadline:                 &o.LeaderElection.RenewDeadline.Duration,
+		RetryPeriod:                   &o.LeaderElection.RetryPeriod.Duration,
+	})
+	if err != nil {
+		return fmt.Errorf("building the manager: %w", err)
+	}
+
+	gate := controller.NewGate()
+	nm := &neutron.Manager{N: clients.Networking, C: &neutron.Cluster{ID: o.ClusterID}, X: neutron.NewIndex()}
+	recorder := mgr.GetEventRecorder("raven")
+	podRepairs := make(chan event.GenericEvent, 1024)
+	nsRepairs := make(chan event.GenericEvent, 256)
+	sweeper := &orphan.Sweeper{
+		Client: mgr.GetClient(), Neutron: nm, Options: o, WithServices: o.Controllers.Services, Gate: gate, Metrics: m,
+		PodRepairs: podRepairs, NamespaceRepairs: nsRepairs,
+		CacheSynced: mgr.GetCache().WaitForCacheSync,
+	}
+	if o.Controllers.Namespaces {
+		r := &namespace.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder}
+		if err := r.SetupWithManager(mgr, min(o.Workers, 8), nsRepairs); err != nil {
+			return err
+		}
+	}
+	if o.Controllers.Pods {
+		if err := pod.IndexFields(ctx, mgr); err != nil {
+			return err
+		}
+		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Metrics: m}
+		if err := r.SetupWithManager(mgr, o.Workers, podRepairs); err != nil {
+			return err
+		}
+	} else {
+		// The sweep still needs the pod cache to know which ports are orphans.
+		if err := pod.IndexFields(ctx, mgr); err != nil {
+			return err
+		}
+	}
+	if err := mgr.Add(sweeper); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("caches", cacheCheck(mgr.GetCache())); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("openstack", openstackCheck(clients.Networking)); err != nil {
+		return err
+	}
+	log.Info("Starting Raven", "cluster", o.ClusterID, "cloud", o.OpenStack.Cloud,
+		"namespaces", o.Controllers.Namespaces, "pods", o.Controllers.Pods, "services", o.Controllers.Services,
+		"leaderElection", o.LeaderElection.Enabled)
+	return mgr.Start(ctx)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	// Bursts of pods need many patches at once; the default 5 QPS would be the bottleneck.
+	cfg.QPS, cfg.Burst = 200, 400
+	cfg.UserAgent = "raven"
+	return cfg, nil
+}
+
+func cacheCheck(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return fmt.Errorf("informer caches not synced")
+		}
+		return nil
+	}
+}
+
+// openstackCheck asks Neutron a cheap question at most every 5 s and remembers the answer.
+func openstackCheck(n openstack.Networking) healthz.Checker {
+	var mu sync.Mutex
+	var last time.Time
+	var lastErr error
+	return func(req *http.Request) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < 5*time.Second {
+			return lastErr
+		}
+		ctx, cancel := context.WithTimeout(req.Context(), 3*time.Second)
+		defer cancel()
+		_, lastErr = n.Capabilities(ctx)
+		last = time.Now()
+		if lastErr != nil {
+			lastErr = fmt.Errorf("neutron does not answer: %w", lastErr)
+		}
+		return lastErr
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+

@@ -1,0 +1,58 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// Metrics are Raven's collectors.
+type Metrics struct {
+	// PodPortLatency: pod created → port annotation written.
+	PodPortLatency prometheus.Histogram
+	// OpenStackCalls: every OpenStack request by operation; OpenStackErrors by operation and kind.
+	OpenStackCalls  *prometheus.HistogramVec
+	OpenStackErrors *prometheus.CounterVec
+	// Swept counts objects the orphan sweep removed, by kind.
+	Swept *prometheus.CounterVec
+}
+
+// New builds the collectors and registers them with reg (controller-runtime's registry when nil).
+func New(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		reg = crmetrics.Registry
+	}
+	m := &Metrics{
+		PodPortLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "raven_pod_port_latency_seconds",
+			Help:    "Time from a pod's creation to Raven writing its kuryr.org/neutron-port annotation.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60},
+		}),
+		OpenStackCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "raven_openstack_request_duration_seconds",
+			Help:    "Latency of OpenStack API requests by operation (e.g. \"neutron port create\").",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"operation"}),
+		OpenStackErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raven_openstack_request_errors_total",
+			Help: "OpenStack API requests that failed, by operation and kind of failure.",
+		}, []string{"operation", "kind"}),
+		Swept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raven_orphans_deleted_total",
+			Help: "OpenStack objects the sweep deleted because their Kubernetes owner was gone, by kind.",
+		}, []string{"kind"}),
+	}
+	reg.MustRegister(m.PodPortLatency, m.OpenStackCalls, m.OpenStackErrors, m.Swept)
+	return m
+}
+
+// ObserveCall implements openstack.Observer.
+func (m *Metrics) ObserveCall(op string, d time.Duration, kind openstack.Kind) {
+	m.OpenStackCalls.WithLabelValues(op).Observe(d.Seconds())
+	if kind != "" {
+		m.OpenStackErrors.WithLabelValues(op, string(kind)).Inc()
+	}
+}

@@ -1,0 +1,171 @@
+package neutron
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+
+	"github.com/raven-net/raven/internal/config"
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+// Cluster holds the cluster-wide Neutron objects every namespace and service builds on.
+type Cluster struct {
+	ID                string
+	ExternalNetworkID string
+	ExternalSubnet    netip.Prefix // zero when not configured
+	SubnetPoolID      string
+	PrefixLength      int
+	RouterID          string
+	ServiceNetworkID  string
+	ServiceSubnet     *openstack.Subnet
+	Caps              openstack.Capabilities
+}
+
+// EnsureCluster finds or creates the subnet pool, router and service network, all tagged as this cluster's.
+// Objects named by ID in the configuration are used as they are.
+func EnsureCluster(ctx context.Context, n openstack.Networking, clusterID string, o config.Neutron, withServices bool) (*Cluster, error) {
+	c := &Cluster{ID: clusterID, PrefixLength: o.PodSubnetPrefixLength}
+	caps, err := n.Capabilities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.Caps = caps
+	if o.ExternalSubnetCIDR != "" {
+		if c.ExternalSubnet, err = netip.ParsePrefix(o.ExternalSubnetCIDR); err != nil {
+			return nil, fmt.Errorf("external subnet: %w", err)
+		}
+	}
+	if o.ExternalNetwork != "" {
+		if c.ExternalNetworkID, err = findNetwork(ctx, n, o.ExternalNetwork); err != nil {
+			return nil, err
+		}
+	}
+	clusterTags := ownership.Owner{Cluster: clusterID, Kind: ownership.KindCluster}.Tags()
+
+	c.SubnetPoolID = o.PodSubnetPoolID
+	if c.SubnetPoolID == "" {
+		pools, err := n.ListSubnetPools(ctx, openstack.Filter{Tags: clusterTags})
+		if err != nil {
+			return nil, err
+		}
+		if len(pools) > 0 {
+			c.SubnetPoolID = pools[0].ID
+		} else {
+			p, err := n.CreateSubnetPool(ctx, "raven-"+clusterID+"-pods", []string{o.PodSubnetPoolCIDR}, o.PodSubnetPrefixLength, clusterTags)
+			if err != nil {
+				return nil, fmt.Errorf("creating the pod subnet pool: %w", err)
+			}
+			c.SubnetPoolID = p.ID
+		}
+	}
+
+	c.RouterID = o.RouterID
+	if c.RouterID == "" {
+		routers, err := n.ListRouters(ctx, openstack.Filter{Tags: clusterTags})
+		if err != nil {
+			return nil, err
+		}
+		if len(routers) > 0 {
+			c.RouterID = routers[0].ID
+		} else {
+			r, err := n.CreateRouter(ctx, "raven-"+clusterID, c.ExternalNetworkID, clusterTags)
+			if err != nil {
+				return nil, fmt.Errorf("creating the cluster router: %w", err)
+			}
+			c.RouterID = r.ID
+		}
+	}
+
+	if withServices {
+		if err := c.ensureServiceNetwork(ctx, n, o.ServiceSubnetCIDR, clusterTags); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func findNetwork(ctx context.Context, n openstack.Networking, nameOrID string) (string, error) {
+	if net, err := n.GetNetwork(ctx, nameOrID); err == nil {
+		return net.ID, nil
+	} else if !openstack.IsNotFound(err) {
+		return "", err
+	}
+	nets, err := n.ListNetworks(ctx, openstack.Filter{Name: nameOrID})
+	if err != nil {
+		return "", err
+	}
+	switch len(nets) {
+	case 0:
+		return "", fmt.Errorf("external network %q not found", nameOrID)
+	case 1:
+		return nets[0].ID, nil
+	}
+	return "", fmt.Errorf("external network name %q is ambiguous (%d networks); give its ID", nameOrID, len(nets))
+}
+
+// ensureServiceNetwork makes the VIP network. The gateway and Neutron's own allocation pool sit in the
+// upper half of the CIDR, so the lower half stays free for clusterIPs, which Raven requests explicitly.
+func (c *Cluster) ensureServiceNetwork(ctx context.Context, n openstack.Networking, cidr string, tags []string) error {
+	prefix, err := netip.ParsePrefix(cidr)
+	if err != nil || !prefix.Addr().Is4() {
+		return fmt.Errorf("service subnet %q must be an IPv4 CIDR", cidr)
+	}
+	owner := ownership.Owner{Cluster: c.ID, Kind: ownership.KindCluster, Name: "services"}
+	svcTags := owner.Tags()
+	nets, err := n.ListNetworks(ctx, openstack.Filter{Tags: svcTags})
+	if err != nil {
+		return err
+	}
+	var netID string
+	if len(nets) > 0 {
+		netID = nets[0].ID
+	} else {
+		net, err := n.CreateNetwork(ctx, "raven-"+c.ID+"-services", svcTags)
+		if err != nil {
+			return fmt.Errorf("creating the service network: %w", err)
+		}
+		netID = net.ID
+	}
+	c.ServiceNetworkID = netID
+	subs, err := n.ListSubnets(ctx, openstack.Filter{NetworkID: netID, Tags: svcTags})
+	if err != nil {
+		return err
+	}
+	if len(subs) > 0 {
+		c.ServiceSubnet = &subs[0]
+		return nil
+	}
+	first, last := upperHalf(prefix)
+	sub, err := n.CreateSubnet(ctx, openstack.SubnetSpec{
+		Name: "raven-" + c.ID + "-services", NetworkID: netID, CIDR: prefix.Masked().String(),
+		GatewayIP:       last.String(),
+		AllocationPools: []openstack.AllocationPool{{Start: first.String(), End: last.Prev().String()}},
+		Tags:            svcTags,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the service subnet: %w", err)
+	}
+	c.ServiceSubnet = sub
+	if err := n.AddRouterInterface(ctx, c.RouterID, sub.ID); err != nil && openstack.KindOf(err) != openstack.KindBadRequest {
+		return fmt.Errorf("attaching the service subnet to the router: %w", err)
+	}
+	return nil
+}
+
+// upperHalf returns the first address of the upper half of an IPv4 prefix and its last usable address.
+func upperHalf(p netip.Prefix) (first, last netip.Addr) {
+	p = p.Masked()
+	b := p.Addr().As4()
+	base := binary.BigEndian.Uint32(b[:])
+	size := uint32(1) << (32 - p.Bits())
+	return v4(base + size/2), v4(base + size - 2)
+}
+
+func v4(u uint32) netip.Addr {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], u)
+	return netip.AddrFrom4(b)
+}

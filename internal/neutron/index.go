@@ -1,0 +1,237 @@
+package neutron
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+// NamespaceNet is a namespace's network and subnet.
+type NamespaceNet struct {
+	NamespaceUID string
+	Namespace    string
+	Network      openstack.Network
+	Subnet       *openstack.Subnet // nil until created
+	// Attached says the subnet has an interface on the cluster router.
+	Attached bool
+}
+
+// Index is the in-memory view of the cluster's tagged networks and ports. Neutron stays the truth:
+// Load and every resync replace the view with what Neutron lists.
+type Index struct {
+	mu sync.RWMutex
+	// nets by namespace UID.
+	nets map[string]*NamespaceNet
+	// ports by port ID, and port IDs by owner UID (pods) or by network (pool ports).
+	ports  map[string]openstack.Port
+	byUID  map[string][]string
+	byPool map[string][]string
+}
+
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{
+		nets: map[string]*NamespaceNet{}, ports: map[string]openstack.Port{},
+		byUID: map[string][]string{}, byPool: map[string][]string{},
+	}
+}
+
+// Snapshot is what Neutron holds for the cluster at one moment.
+type Snapshot struct {
+	Networks    []openstack.Network
+	Subnets     []openstack.Subnet
+	Ports       []openstack.Port // pod and pool ports
+	RouterPorts []openstack.Port // interfaces of the cluster router
+}
+
+// List reads the snapshot with four list calls, whatever the number of namespaces and pods.
+func List(ctx context.Context, n openstack.Networking, c *Cluster) (*Snapshot, error) {
+	s := &Snapshot{}
+	var err error
+	if s.Networks, err = n.ListNetworks(ctx, openstack.Filter{Tags: ownership.Selector(c.ID, ownership.KindNamespace)}); err != nil {
+		return nil, err
+	}
+	if s.Subnets, err = n.ListSubnets(ctx, openstack.Filter{Tags: ownership.Selector(c.ID, ownership.KindNamespace)}); err != nil {
+		return nil, err
+	}
+	if s.Ports, err = n.ListPorts(ctx, openstack.Filter{Tags: ownership.ClusterSelector(c.ID)}); err != nil {
+		return nil, err
+	}
+	if s.RouterPorts, err = n.ListPorts(ctx, openstack.Filter{DeviceID: c.RouterID}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Replace swaps the whole view for the snapshot.
+func (x *Index) Replace(cluster string, s *Snapshot) {
+	nets := map[string]*NamespaceNet{}
+	byNet := map[string]*NamespaceNet{}
+	for _, n := range s.Networks {
+		o, ok := ownership.Parse(n.Tags)
+		if !ok || o.Cluster != cluster || o.Kind != ownership.KindNamespace || o.UID == "" {
+			continue
+		}
+		nn := &NamespaceNet{NamespaceUID: o.UID, Namespace: o.Name, Network: n}
+		if old, dup := nets[o.UID]; dup && old.Network.CreatedAt.Before(n.CreatedAt) {
+			continue // keep the oldest; the sweep removes the other
+		}
+		nets[o.UID] = nn
+		byNet[n.ID] = nn
+	}
+	for i := range s.Subnets {
+		sub := s.Subnets[i]
+		if nn := byNet[sub.NetworkID]; nn != nil && ownership.Owns(cluster, sub.Tags) {
+			nn.Subnet = &sub
+		}
+	}
+	for _, p := range s.RouterPorts {
+		for _, ip := range p.FixedIPs {
+			for _, nn := range byNet {
+				if nn.Subnet != nil && nn.Subnet.ID == ip.SubnetID {
+					nn.Attached = true
+				}
+			}
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.nets = nets
+	x.ports = map[string]openstack.Port{}
+	x.byUID = map[string][]string{}
+	x.byPool = map[string][]string{}
+	for _, p := range s.Ports {
+		x.putLocked(cluster, p)
+	}
+}
+
+// Network returns a copy of a namespace's network, or nil.
+func (x *Index) Network(nsUID string) *NamespaceNet {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if nn, ok := x.nets[nsUID]; ok {
+		c := *nn
+		return &c
+	}
+	return nil
+}
+
+// Networks returns copies of every namespace network.
+func (x *Index) Networks() []NamespaceNet {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]NamespaceNet, 0, len(x.nets))
+	for _, nn := range x.nets {
+		out = append(out, *nn)
+	}
+	return out
+}
+
+// SetNetwork records a namespace's network.
+func (x *Index) SetNetwork(nn NamespaceNet) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.nets[nn.NamespaceUID] = &nn
+}
+
+// DropNetwork forgets a namespace's network.
+func (x *Index) DropNetwork(nsUID string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.nets, nsUID)
+}
+
+// PortsOf returns the ports recorded for an owner UID, oldest first.
+func (x *Index) PortsOf(uid string) []openstack.Port {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]openstack.Port, 0, len(x.byUID[uid]))
+	for _, id := range x.byUID[uid] {
+		out = append(out, x.ports[id])
+	}
+	slices.SortFunc(out, func(a, b openstack.Port) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out
+}
+
+// PortsOn returns the pod and pool ports on a network.
+func (x *Index) PortsOn(networkID string) []openstack.Port {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []openstack.Port
+	for _, p := range x.ports {
+		if p.NetworkID == networkID {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// PodPorts returns every pod port (not pool ports).
+func (x *Index) PodPorts() []openstack.Port {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]openstack.Port, 0, len(x.ports))
+	for _, ids := range x.byUID {
+		for _, id := range ids {
+			out = append(out, x.ports[id])
+		}
+	}
+	return out
+}
+
+// PutPort records a port.
+func (x *Index) PutPort(cluster string, p openstack.Port) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.dropLocked(p.ID)
+	x.putLocked(cluster, p)
+}
+
+func (x *Index) putLocked(cluster string, p openstack.Port) {
+	o, ok := ownership.Parse(p.Tags)
+	if !ok || o.Cluster != cluster {
+		return
+	}
+	switch {
+	case o.Kind == ownership.KindPod && o.UID != "":
+		x.ports[p.ID] = p
+		x.byUID[o.UID] = append(x.byUID[o.UID], p.ID)
+	case o.Kind == ownership.KindPool:
+		x.ports[p.ID] = p
+		x.byPool[p.NetworkID] = append(x.byPool[p.NetworkID], p.ID)
+	}
+}
+
+// DropPort forgets a port.
+func (x *Index) DropPort(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.dropLocked(id)
+}
+
+func (x *Index) dropLocked(id string) {
+	p, ok := x.ports[id]
+	if !ok {
+		return
+	}
+	delete(x.ports, id)
+	if o, _ := ownership.Parse(p.Tags); o.UID != "" {
+		x.byUID[o.UID] = slices.DeleteFunc(x.byUID[o.UID], func(s string) bool { return s == id })
+		if len(x.byUID[o.UID]) == 0 {
+			delete(x.byUID, o.UID)
+		}
+	}
+	x.byPool[p.NetworkID] = slices.DeleteFunc(x.byPool[p.NetworkID], func(s string) bool { return s == id })
+	if len(x.byPool[p.NetworkID]) == 0 {
+		delete(x.byPool, p.NetworkID)
+	}
+}
+
+// Port and FixedIP are re-exported so that controllers can name them without the openstack package.
+type (
+	Port    = openstack.Port
+	FixedIP = openstack.FixedIP
+)

@@ -1,0 +1,133 @@
+package neutron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+// Manager applies namespace and pod intent to Neutron and keeps the Index in step with what it did.
+type Manager struct {
+	N openstack.Networking
+	C *Cluster
+	X *Index
+}
+
+// ErrPortsRemain says a namespace cannot be torn down yet: pod ports are still on its network.
+var ErrPortsRemain = errors.New("pod ports remain on the namespace network")
+
+// EnsureNamespace makes sure the namespace has a network, a subnet from the pod subnet pool, and an
+// interface on the cluster router. Each step is skipped when the index shows it done.
+func (m *Manager) EnsureNamespace(ctx context.Context, uid, name string) (*NamespaceNet, error) {
+	owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindNamespace, UID: uid, Name: name}
+	nn := m.X.Network(uid)
+	if nn == nil {
+		// The index may predate a network made by another replica: ask Neutron before creating.
+		nets, err := m.N.ListNetworks(ctx, openstack.Filter{Tags: owner.Tags()[:3]})
+		if err != nil {
+			return nil, err
+		}
+		if len(nets) > 0 {
+			slices.SortFunc(nets, func(a, b openstack.Network) int { return a.CreatedAt.Compare(b.CreatedAt) })
+			nn = &NamespaceNet{NamespaceUID: uid, Namespace: name, Network: nets[0]}
+		} else {
+			net, err := m.N.CreateNetwork(ctx, "raven-"+m.C.ID+"-"+name, owner.Tags())
+			if err != nil {
+				return nil, err
+			}
+			nn = &NamespaceNet{NamespaceUID: uid, Namespace: name, Network: *net}
+		}
+		m.X.SetNetwork(*nn)
+	}
+	if nn.Subnet == nil {
+		subs, err := m.N.ListSubnets(ctx, openstack.Filter{NetworkID: nn.Network.ID, Tags: owner.Tags()[:3]})
+		if err != nil {
+			return nil, err
+		}
+		if len(subs) > 0 {
+			nn.Subnet = &subs[0]
+		} else {
+			sub, err := m.N.CreateSubnet(ctx, openstack.SubnetSpec{
+				Name: nn.Network.Name, NetworkID: nn.Network.ID, SubnetPoolID: m.C.SubnetPoolID,
+				PrefixLength: m.C.PrefixLength, Tags: owner.Tags(),
+			})
+			if err != nil {
+				return nil, err
+			}
+			nn.Subnet = sub
+		}
+		m.X.SetNetwork(*nn)
+	}
+	if !nn.Attached {
+		err := m.N.AddRouterInterface(ctx, m.C.RouterID, nn.Subnet.ID)
+		// Neutron answers 400 when the router already has a port on the subnet.
+		if err != nil && openstack.KindOf(err) != openstack.KindBadRequest {
+			return nil, fmt.Errorf("attaching subnet %s to router %s: %w", nn.Subnet.ID, m.C.RouterID, err)
+		}
+		nn.Attached = true
+		m.X.SetNetwork(*nn)
+	}
+	return nn, nil
+}
+
+// DeleteNamespace removes the namespace's pool ports, router interface, subnet and network, in that
+// order, once no pod port is left. Objects already gone are fine.
+func (m *Manager) DeleteNamespace(ctx context.Context, uid string) error {
+	nn := m.X.Network(uid)
+	if nn == nil {
+		owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindNamespace, UID: uid}
+		nets, err := m.N.ListNetworks(ctx, openstack.Filter{Tags: owner.Tags()})
+		if err != nil {
+			return err
+		}
+		if len(nets) == 0 {
+			return nil
+		}
+		nn = &NamespaceNet{NamespaceUID: uid, Network: nets[0], Attached: true}
+		subs, err := m.N.ListSubnets(ctx, openstack.Filter{NetworkID: nets[0].ID})
+		if err != nil {
+			return err
+		}
+		for i := range subs {
+			if ownership.Owns(m.C.ID, subs[i].Tags) {
+				nn.Subnet = &subs[i]
+			}
+		}
+	}
+	for _, p := range m.X.PortsOn(nn.Network.ID) {
+		if o, _ := ownership.Parse(p.Tags); o.Kind == ownership.KindPod {
+			return ErrPortsRemain
+		}
+		if err := openstack.IgnoreNotFound(m.N.DeletePort(ctx, p.ID)); err != nil {
+			return err
+		}
+		m.X.DropPort(p.ID)
+	}
+	if nn.Subnet != nil {
+		if nn.Attached {
+			err := m.N.RemoveRouterInterface(ctx, m.C.RouterID, nn.Subnet.ID)
+			if err != nil && !openstack.IsNotFound(err) && openstack.KindOf(err) != openstack.KindBadRequest {
+				return err
+			}
+		}
+		if err := m.N.DeleteSubnet(ctx, nn.Subnet.ID); err != nil && !openstack.IsNotFound(err) {
+			return inUse(err, "subnet", nn.Subnet.ID)
+		}
+	}
+	if err := m.N.DeleteNetwork(ctx, nn.Network.ID); err != nil && !openstack.IsNotFound(err) {
+		return inUse(err, "network", nn.Network.ID)
+	}
+	m.X.DropNetwork(uid)
+	return nil
+}
+
+func inUse(err error, what, id string) error {
+	if openstack.KindOf(err) == openstack.KindConflict {
+		return fmt.Errorf("%s %s is still in use by ports Raven does not own; remove them to finish: %w", what, id, err)
+	}
+	return err
+}

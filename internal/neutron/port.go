@@ -1,0 +1,95 @@
+package neutron
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+// DeviceOwner marks the ports Raven makes for pods.
+const DeviceOwner = "raven:pod"
+
+// PodRef names a pod.
+type PodRef struct {
+	UID, Namespace, Name string
+}
+
+// EnsurePort returns the pod's port on nn, creating it when the pod has none. Extra ports of the pod
+// (a duplicate left by a crash, or a port on a network the namespace no longer has) are deleted.
+func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet) (port openstack.Port, created bool, err error) {
+	var keep *openstack.Port
+	for _, p := range m.X.PortsOf(pod.UID) {
+		if keep == nil && p.NetworkID == nn.Network.ID {
+			keep = &p
+			continue
+		}
+		if err := m.deletePort(ctx, p.ID); err != nil {
+			return port, false, err
+		}
+	}
+	if keep != nil {
+		return *keep, false, nil
+	}
+	owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindPod, UID: pod.UID, Name: pod.Namespace + "/" + pod.Name}
+	if !m.C.Caps.TagsOnPortCreate {
+		// Without tags on create, a crash between create and tag leaves an untagged port: find it by device_id.
+		found, err := m.N.ListPorts(ctx, openstack.Filter{DeviceID: pod.UID, NetworkID: nn.Network.ID})
+		if err != nil {
+			return port, false, err
+		}
+		for _, p := range found {
+			if p.DeviceOwner == DeviceOwner {
+				if err := m.N.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, owner.Tags()); err != nil {
+					return port, false, err
+				}
+				p.Tags = owner.Tags()
+				m.X.PutPort(m.C.ID, p)
+				return p, false, nil
+			}
+		}
+	}
+	spec := openstack.PortSpec{
+		Name: pod.Name, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, DeviceID: pod.UID,
+		Description: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name), Tags: owner.Tags(),
+	}
+	if nn.Subnet != nil {
+		spec.SubnetID = nn.Subnet.ID
+	}
+	var p *openstack.Port
+	if m.C.Caps.TagsOnPortCreate {
+		p, err = m.N.CreatePort(ctx, spec)
+	} else {
+		spec.Tags = nil
+		if p, err = m.N.CreatePort(ctx, spec); err == nil {
+			err = m.N.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, owner.Tags())
+			p.Tags = owner.Tags()
+		}
+	}
+	if err != nil {
+		return port, false, err
+	}
+	m.X.PutPort(m.C.ID, *p)
+	return *p, true, nil
+}
+
+// ReleasePorts deletes every port of the owner UID.
+func (m *Manager) ReleasePorts(ctx context.Context, uid string) (int, error) {
+	n := 0
+	for _, p := range m.X.PortsOf(uid) {
+		if err := m.deletePort(ctx, p.ID); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (m *Manager) deletePort(ctx context.Context, id string) error {
+	if err := openstack.IgnoreNotFound(m.N.DeletePort(ctx, id)); err != nil {
+		return err
+	}
+	m.X.DropPort(id)
+	return nil
+}

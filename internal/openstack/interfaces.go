@@ -1,0 +1,83 @@
+package openstack
+
+import "context"
+
+// Resource names Neutron's tag-able collections.
+type Resource string
+
+// Neutron resources whose tags Raven writes.
+const (
+	ResourceNetworks    Resource = "networks"
+	ResourceSubnets     Resource = "subnets"
+	ResourcePorts       Resource = "ports"
+	ResourceRouters     Resource = "routers"
+	ResourceSubnetPools Resource = "subnetpools"
+	ResourceFloatingIPs Resource = "floatingips"
+)
+
+// Networking is the part of Neutron that Raven uses. Lists return every page.
+type Networking interface {
+	// Capabilities tells which optional Neutron extensions are present.
+	Capabilities(ctx context.Context) (Capabilities, error)
+
+	ListNetworks(ctx context.Context, f Filter) ([]Network, error)
+	GetNetwork(ctx context.Context, id string) (*Network, error)
+	CreateNetwork(ctx context.Context, name string, tags []string) (*Network, error)
+	DeleteNetwork(ctx context.Context, id string) error
+
+	ListSubnets(ctx context.Context, f Filter) ([]Subnet, error)
+	CreateSubnet(ctx context.Context, spec SubnetSpec) (*Subnet, error)
+	DeleteSubnet(ctx context.Context, id string) error
+
+	ListSubnetPools(ctx context.Context, f Filter) ([]SubnetPool, error)
+	CreateSubnetPool(ctx context.Context, name string, prefixes []string, prefixLen int, tags []string) (*SubnetPool, error)
+
+	ListRouters(ctx context.Context, f Filter) ([]Router, error)
+	CreateRouter(ctx context.Context, name, gatewayNetworkID string, tags []string) (*Router, error)
+	DeleteRouter(ctx context.Context, id string) error
+	AddRouterInterface(ctx context.Context, routerID, subnetID string) error
+	RemoveRouterInterface(ctx context.Context, routerID, subnetID string) error
+
+	ListPorts(ctx context.Context, f Filter) ([]Port, error)
+	GetPort(ctx context.Context, id string) (*Port, error)
+	CreatePort(ctx context.Context, spec PortSpec) (*Port, error)
+	// CreatePorts creates many ports in one bulk request; Neutron creates all or none.
+	CreatePorts(ctx context.Context, specs []PortSpec) ([]Port, error)
+	UpdatePort(ctx context.Context, id string, u PortUpdate) (*Port, error)
+	DeletePort(ctx context.Context, id string) error
+
+	ListFloatingIPs(ctx context.Context, f Filter) ([]FloatingIP, error)
+	CreateFloatingIP(ctx context.Context, spec FloatingIPSpec) (*FloatingIP, error)
+	UpdateFloatingIPPort(ctx context.Context, id, portID string) (*FloatingIP, error)
+	DeleteFloatingIP(ctx context.Context, id string) error
+
+	// ReplaceTags sets the tags of one object (used where Neutron cannot tag at create time).
+	ReplaceTags(ctx context.Context, r Resource, id string, tags []string) error
+}
+
+// Capabilities are the optional Neutron extensions Raven adapts to.
+type Capabilities struct {
+	// TagsOnPortCreate: ports accept "tags" in their create request (tag-ports-during-bulk-creation).
+	TagsOnPortCreate bool
+}
+
+// LoadBalancing is the part of Octavia that Raven uses. Lists return every page.
+type LoadBalancing interface {
+	ListLoadBalancers(ctx context.Context, tags []string) ([]LoadBalancer, error)
+	GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error)
+	CreateLoadBalancer(ctx context.Context, spec LoadBalancerSpec) (*LoadBalancer, error)
+	// DeleteLoadBalancer removes the load balancer with its listeners, pools and members.
+	DeleteLoadBalancer(ctx context.Context, id string) error
+
+	ListListeners(ctx context.Context, loadBalancerID string) ([]Listener, error)
+	CreateListener(ctx context.Context, spec ListenerSpec) (*Listener, error)
+	DeleteListener(ctx context.Context, id string) error
+
+	ListPools(ctx context.Context, loadBalancerID string) ([]Pool, error)
+	CreatePool(ctx context.Context, spec PoolSpec) (*Pool, error)
+	DeletePool(ctx context.Context, id string) error
+
+	ListMembers(ctx context.Context, poolID string) ([]Member, error)
+	// ReplaceMembers sets the whole member list of a pool in one request.
+	ReplaceMembers(ctx context.Context, poolID string, members []MemberSpec) error
+}

@@ -1,0 +1,116 @@
+package openstack
+
+import (
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Observer receives one report per OpenStack request: the operation (e.g. "neutron port create"),
+// its duration and the failure kind ("" on success).
+type Observer interface {
+	ObserveCall(op string, d time.Duration, kind Kind)
+}
+
+// CallCounter counts requests, and separately the ones that change something (POST, PUT, DELETE).
+type CallCounter struct {
+	calls, writes atomic.Int64
+}
+
+// Calls is the number of requests so far.
+func (c *CallCounter) Calls() int64 { return c.calls.Load() }
+
+// Writes is the number of requests so far that were not GETs.
+func (c *CallCounter) Writes() int64 { return c.writes.Load() }
+
+// meter is the RoundTripper under every OpenStack client: it names and times each call.
+type meter struct {
+	next    http.RoundTripper
+	project string
+	obs     Observer
+	calls   *CallCounter
+}
+
+func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if m.project != "" {
+		req = req.Clone(req.Context())
+		req.Header.Set("X-Project-Id", m.project)
+	}
+	op := Operation(req.Method, req.URL.Path, req.URL.Port())
+	m.calls.calls.Add(1)
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		m.calls.writes.Add(1)
+	}
+	start := time.Now()
+	resp, err := m.next.RoundTrip(req)
+	if m.obs != nil {
+		var kind Kind
+		switch {
+		case err != nil:
+			kind = KindUnavailable
+		case resp.StatusCode >= 400:
+			kind = kindOf(resp.StatusCode, "")
+		}
+		m.obs.ObserveCall(op, time.Since(start), kind)
+	}
+	return resp, err
+}
+
+// Operation names a request by service, resource and verb, with IDs left out, so that metric labels stay few:
+// "POST /v2.0/ports" → "neutron port create", "PUT /v2/lbaas/pools/ID/members" → "octavia member batch_update".
+func Operation(method, path, _ string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	service := "neutron"
+	var res []string
+	ids := 0
+	for _, p := range parts {
+		switch {
+		case p == "v2.0" || p == "v2" || p == "v3" || p == "":
+		case p == "lbaas" || p == "octavia":
+			service = "octavia"
+		case p == "auth" || p == "tokens":
+			service = "keystone"
+			res = append(res, p)
+		case looksLikeID(p):
+			ids++
+		default:
+			res = append(res, strings.TrimSuffix(p, "s"))
+		}
+	}
+	if len(res) == 0 {
+		return service + " " + strings.ToLower(method)
+	}
+	resource := res[len(res)-1]
+	last := parts[len(parts)-1]
+	var verb string
+	switch method {
+	case http.MethodGet:
+		verb = "list"
+		if looksLikeID(last) {
+			verb = "get"
+		}
+	case http.MethodPost:
+		verb = "create"
+	case http.MethodPut:
+		verb = "update"
+		if resource == "member" && !looksLikeID(last) {
+			verb = "batch_update"
+		}
+		if resource == "tag" {
+			verb = "replace"
+		}
+		if resource == "add_router_interface" || resource == "remove_router_interface" {
+			resource, verb = "router", strings.TrimSuffix(resource, "_router_interface")+"_interface"
+		}
+	case http.MethodDelete:
+		verb = "delete"
+	default:
+		verb = strings.ToLower(method)
+	}
+	return service + " " + resource + " " + verb
+}
+
+func looksLikeID(s string) bool {
+	return len(s) >= 32 && strings.Count(s, "-") == 4 || len(s) == 32 && !strings.ContainsAny(s, "_")
+}

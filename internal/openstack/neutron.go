@@ -1,0 +1,341 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/common/extensions"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/subnetpools"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
+)
+
+// neutron implements Networking with gophercloud. Results are decoded straight into Raven's types,
+// whose JSON tags follow Neutron's API.
+type neutron struct {
+	c *gophercloud.ServiceClient
+}
+
+// NewNetworking wraps a gophercloud network service client.
+func NewNetworking(c *gophercloud.ServiceClient) Networking { return &neutron{c: c} }
+
+func tagsQuery(tags []string) string { return strings.Join(tags, ",") }
+
+// body is a request body that gophercloud's *OptsBuilder interfaces accept as is.
+type body map[string]any
+
+func (b body) ToPortCreateMap() (map[string]any, error)       { return b, nil }
+func (b body) ToPortUpdateMap() (map[string]any, error)       { return b, nil }
+func (b body) ToNetworkCreateMap() (map[string]any, error)    { return b, nil }
+func (b body) ToSubnetCreateMap() (map[string]any, error)     { return b, nil }
+func (b body) ToSubnetPoolCreateMap() (map[string]any, error) { return b, nil }
+func (b body) ToRouterCreateMap() (map[string]any, error)     { return b, nil }
+func (b body) ToFloatingIPCreateMap() (map[string]any, error) { return b, nil }
+func (b body) ToFloatingIPUpdateMap() (map[string]any, error) { return b, nil }
+
+func (n *neutron) Capabilities(ctx context.Context) (Capabilities, error) {
+	var caps Capabilities
+	_, err := extensions.Get(ctx, n.c, "tag-ports-during-bulk-creation").Extract()
+	switch {
+	case err == nil:
+		caps.TagsOnPortCreate = true
+	case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
+	default:
+		return caps, wrap("neutron extensions get", err)
+	}
+	return caps, nil
+}
+
+func allPages[T any](ctx context.Context, op string, pager pagination.Pager, extract func(pagination.Page, any) error) ([]T, error) {
+	var out []T
+	err := pager.EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
+		var items []T
+		if err := extract(page, &items); err != nil {
+			return false, err
+		}
+		out = append(out, items...)
+		return true, nil
+	})
+	return out, wrap(op, err)
+}
+
+func (n *neutron) ListNetworks(ctx context.Context, f Filter) ([]Network, error) {
+	return allPages[Network](ctx, "neutron network list",
+		networks.List(n.c, networks.ListOpts{Name: f.Name, Tags: tagsQuery(f.Tags)}), networks.ExtractNetworksInto)
+}
+
+func (n *neutron) GetNetwork(ctx context.Context, id string) (*Network, error) {
+	out := new(Network)
+	err := networks.Get(ctx, n.c, id).ExtractInto(out)
+	return out, wrap("neutron network get", err)
+}
+
+func (n *neutron) CreateNetwork(ctx context.Context, name string, tags []string) (*Network, error) {
+	out := new(Network)
+	err := networks.Create(ctx, n.c, body{"network": map[string]any{"name": name, "admin_state_up": true}}).ExtractInto(out)
+	if err != nil {
+		return nil, wrap("neutron network create", err)
+	}
+	if err := n.ReplaceTags(ctx, ResourceNetworks, out.ID, tags); err != nil {
+		return out, err
+	}
+	out.Tags = tags
+	return out, nil
+}
+
+func (n *neutron) DeleteNetwork(ctx context.Context, id string) error {
+	return wrap("neutron network delete", networks.Delete(ctx, n.c, id).ExtractErr())
+}
+
+func (n *neutron) ListSubnets(ctx context.Context, f Filter) ([]Subnet, error) {
+	return allPages[Subnet](ctx, "neutron subnet list",
+		subnets.List(n.c, subnets.ListOpts{NetworkID: f.NetworkID, Name: f.Name, Tags: tagsQuery(f.Tags)}), labelled("subnets"))
+}
+
+func (n *neutron) CreateSubnet(ctx context.Context, s SubnetSpec) (*Subnet, error) {
+	m := map[string]any{"network_id": s.NetworkID, "ip_version": 4, "name": s.Name, "enable_dhcp": false}
+	if s.CIDR != "" {
+		m["cidr"] = s.CIDR
+	}
+	if s.SubnetPoolID != "" {
+		m["subnetpool_id"] = s.SubnetPoolID
+		if s.PrefixLength > 0 {
+			m["prefixlen"] = s.PrefixLength
+		}
+	}
+	if s.GatewayIP != "" {
+		m["gateway_ip"] = s.GatewayIP
+	}
+	if len(s.AllocationPools) > 0 {
+		m["allocation_pools"] = s.AllocationPools
+	}
+	var r struct {
+		Subnet *Subnet `json:"subnet"`
+	}
+	if err := subnets.Create(ctx, n.c, body{"subnet": m}).ExtractInto(&r); err != nil {
+		return nil, wrap("neutron subnet create", err)
+	}
+	if err := n.ReplaceTags(ctx, ResourceSubnets, r.Subnet.ID, s.Tags); err != nil {
+		return r.Subnet, err
+	}
+	r.Subnet.Tags = s.Tags
+	return r.Subnet, nil
+}
+
+func (n *neutron) DeleteSubnet(ctx context.Context, id string) error {
+	return wrap("neutron subnet delete", subnets.Delete(ctx, n.c, id).ExtractErr())
+}
+
+func (n *neutron) ListSubnetPools(ctx context.Context, f Filter) ([]SubnetPool, error) {
+	return allPages[SubnetPool](ctx, "neutron subnetpool list",
+		subnetpools.List(n.c, subnetpools.ListOpts{Name: f.Name, Tags: tagsQuery(f.Tags)}), labelled("subnetpools"))
+}
+
+func (n *neutron) CreateSubnetPool(ctx context.Context, name string, prefixes []string, prefixLen int, tags []string) (*SubnetPool, error) {
+	var r struct {
+		SubnetPool *SubnetPool `json:"subnetpool"`
+	}
+	b := body{"subnetpool": map[string]any{"name": name, "prefixes": prefixes, "default_prefixlen": prefixLen}}
+	if err := subnetpools.Create(ctx, n.c, b).ExtractInto(&r); err != nil {
+		return nil, wrap("neutron subnetpool create", err)
+	}
+	if err := n.ReplaceTags(ctx, ResourceSubnetPools, r.SubnetPool.ID, tags); err != nil {
+		return r.SubnetPool, err
+	}
+	r.SubnetPool.Tags = tags
+	return r.SubnetPool, nil
+}
+
+// routerJSON carries the gateway the way Neutron encodes it.
+type routerJSON struct {
+	Router
+	Gateway *struct {
+		NetworkID string `json:"network_id"`
+	} `json:"external_gateway_info"`
+}
+
+func (r routerJSON) router() Router {
+	out := r.Router
+	if r.Gateway != nil {
+		out.GatewayNetworkID = r.Gateway.NetworkID
+	}
+	return out
+}
+
+func (n *neutron) ListRouters(ctx context.Context, f Filter) ([]Router, error) {
+	raw, err := allPages[routerJSON](ctx, "neutron router list",
+		routers.List(n.c, routers.ListOpts{Name: f.Name, Tags: tagsQuery(f.Tags)}), routers.ExtractRoutersInto)
+	out := make([]Router, 0, len(raw))
+	for _, r := range raw {
+		out = append(out, r.router())
+	}
+	return out, err
+}
+
+func (n *neutron) CreateRouter(ctx context.Context, name, gatewayNetworkID string, tags []string) (*Router, error) {
+	m := map[string]any{"name": name}
+	if gatewayNetworkID != "" {
+		m["external_gateway_info"] = map[string]any{"network_id": gatewayNetworkID}
+	}
+	var r struct {
+		Router routerJSON `json:"router"`
+	}
+	if err := routers.Create(ctx, n.c, body{"router": m}).ExtractInto(&r); err != nil {
+		return nil, wrap("neutron router create", err)
+	}
+	out := r.Router.router()
+	if err := n.ReplaceTags(ctx, ResourceRouters, out.ID, tags); err != nil {
+		return &out, err
+	}
+	out.Tags = tags
+	return &out, nil
+}
+
+func (n *neutron) DeleteRouter(ctx context.Context, id string) error {
+	return wrap("neutron router delete", routers.Delete(ctx, n.c, id).ExtractErr())
+}
+
+func (n *neutron) AddRouterInterface(ctx context.Context, routerID, subnetID string) error {
+	_, err := routers.AddInterface(ctx, n.c, routerID, routers.AddInterfaceOpts{SubnetID: subnetID}).Extract()
+	return wrap("neutron router add_interface", err)
+}
+
+func (n *neutron) RemoveRouterInterface(ctx context.Context, routerID, subnetID string) error {
+	_, err := routers.RemoveInterface(ctx, n.c, routerID, routers.RemoveInterfaceOpts{SubnetID: subnetID}).Extract()
+	return wrap("neutron router remove_interface", err)
+}
+
+func (n *neutron) ListPorts(ctx context.Context, f Filter) ([]Port, error) {
+	return allPages[Port](ctx, "neutron port list",
+		ports.List(n.c, ports.ListOpts{NetworkID: f.NetworkID, DeviceID: f.DeviceID, Name: f.Name, Tags: tagsQuery(f.Tags)}),
+		ports.ExtractPortsInto)
+}
+
+func (n *neutron) GetPort(ctx context.Context, id string) (*Port, error) {
+	out := new(Port)
+	err := ports.Get(ctx, n.c, id).ExtractInto(out)
+	return out, wrap("neutron port get", err)
+}
+
+func portBody(s PortSpec) map[string]any {
+	m := map[string]any{
+		"network_id":   s.NetworkID,
+		"name":         s.Name,
+		"device_owner": s.DeviceOwner,
+		"device_id":    s.DeviceID,
+		"description":  s.Description,
+	}
+	if s.SubnetID != "" || s.IPAddress != "" {
+		ip := map[string]any{}
+		if s.SubnetID != "" {
+			ip["subnet_id"] = s.SubnetID
+		}
+		if s.IPAddress != "" {
+			ip["ip_address"] = s.IPAddress
+		}
+		m["fixed_ips"] = []any{ip}
+	}
+	if len(s.Tags) > 0 {
+		m["tags"] = s.Tags
+	}
+	return m
+}
+
+func (n *neutron) CreatePort(ctx context.Context, s PortSpec) (*Port, error) {
+	out := new(Port)
+	if err := ports.Create(ctx, n.c, body{"port": portBody(s)}).ExtractInto(out); err != nil {
+		return nil, wrap("neutron port create", err)
+	}
+	return out, nil
+}
+
+func (n *neutron) CreatePorts(ctx context.Context, specs []PortSpec) ([]Port, error) {
+	items := make([]map[string]any, 0, len(specs))
+	for _, s := range specs {
+		items = append(items, portBody(s))
+	}
+	var r struct {
+		Ports []Port `json:"ports"`
+	}
+	_, err := n.c.Post(ctx, n.c.ServiceURL("ports"), map[string]any{"ports": items}, &r, &gophercloud.RequestOpts{OkCodes: []int{201}})
+	if err != nil {
+		return nil, wrap("neutron port bulk_create", err)
+	}
+	return r.Ports, nil
+}
+
+func (n *neutron) UpdatePort(ctx context.Context, id string, u PortUpdate) (*Port, error) {
+	m := map[string]any{}
+	if u.Name != nil {
+		m["name"] = *u.Name
+	}
+	if u.DeviceID != nil {
+		m["device_id"] = *u.DeviceID
+	}
+	out := new(Port)
+	if err := ports.Update(ctx, n.c, id, body{"port": m}).ExtractInto(out); err != nil {
+		return nil, wrap("neutron port update", err)
+	}
+	return out, nil
+}
+
+func (n *neutron) DeletePort(ctx context.Context, id string) error {
+	return wrap("neutron port delete", ports.Delete(ctx, n.c, id).ExtractErr())
+}
+
+func (n *neutron) ListFloatingIPs(ctx context.Context, f Filter) ([]FloatingIP, error) {
+	return allPages[FloatingIP](ctx, "neutron floatingip list",
+		floatingips.List(n.c, floatingips.ListOpts{Tags: tagsQuery(f.Tags)}), floatingips.ExtractFloatingIPsInto)
+}
+
+func (n *neutron) CreateFloatingIP(ctx context.Context, s FloatingIPSpec) (*FloatingIP, error) {
+	m := map[string]any{"floating_network_id": s.FloatingNetworkID, "description": s.Description}
+	if s.FloatingIP != "" {
+		m["floating_ip_address"] = s.FloatingIP
+	}
+	if s.PortID != "" {
+		m["port_id"] = s.PortID
+	}
+	out := new(FloatingIP)
+	if err := floatingips.Create(ctx, n.c, body{"floatingip": m}).ExtractInto(out); err != nil {
+		return nil, wrap("neutron floatingip create", err)
+	}
+	if err := n.ReplaceTags(ctx, ResourceFloatingIPs, out.ID, s.Tags); err != nil {
+		return out, err
+	}
+	out.Tags = s.Tags
+	return out, nil
+}
+
+func (n *neutron) UpdateFloatingIPPort(ctx context.Context, id, portID string) (*FloatingIP, error) {
+	var port any
+	if portID != "" {
+		port = portID
+	}
+	out := new(FloatingIP)
+	err := floatingips.Update(ctx, n.c, id, body{"floatingip": map[string]any{"port_id": port}}).ExtractInto(out)
+	return out, wrap("neutron floatingip update", err)
+}
+
+func (n *neutron) DeleteFloatingIP(ctx context.Context, id string) error {
+	return wrap("neutron floatingip delete", floatingips.Delete(ctx, n.c, id).ExtractErr())
+}
+
+func (n *neutron) ReplaceTags(ctx context.Context, r Resource, id string, tags []string) error {
+	if len(tags) == 0 {
+		return nil
+	}
+	_, err := attributestags.ReplaceAll(ctx, n.c, string(r), id, attributestags.ReplaceAllOpts{Tags: tags}).Extract()
+	if err != nil {
+		return wrap(fmt.Sprintf("neutron %s tag", strings.TrimSuffix(string(r), "s")), err)
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package openstack
+
+import (
+	"context"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/pagination"
+)
+
+// octavia implements LoadBalancing with gophercloud.
+type octavia struct {
+	c *gophercloud.ServiceClient
+}
+
+// NewLoadBalancing wraps a gophercloud load-balancer service client.
+func NewLoadBalancing(c *gophercloud.ServiceClient) LoadBalancing { return &octavia{c: c} }
+
+type slicePage interface {
+	ExtractIntoSlicePtr(v any, label string) error
+}
+
+func labelled(label string) func(pagination.Page, any) error {
+	return func(p pagination.Page, v any) error { return p.(slicePage).ExtractIntoSlicePtr(v, label) }
+}
+
+func (o *octavia) ListLoadBalancers(ctx context.Context, tags []string) ([]LoadBalancer, error) {
+	return allPages[LoadBalancer](ctx, "octavia loadbalancer list",
+		loadbalancers.List(o.c, loadbalancers.ListOpts{Tags: tags}), labelled("loadbalancers"))
+}
+
+func (o *octavia) GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error) {
+	var r struct {
+		LB *LoadBalancer `json:"loadbalancer"`
+	}
+	err := loadbalancers.Get(ctx, o.c, id).ExtractInto(&r)
+	return r.LB, wrap("octavia loadbalancer get", err)
+}
+
+func (o *octavia) CreateLoadBalancer(ctx context.Context, s LoadBalancerSpec) (*LoadBalancer, error) {
+	var r struct {
+		LB *LoadBalancer `json:"loadbalancer"`
+	}
+	err := loadbalancers.Create(ctx, o.c, loadbalancers.CreateOpts{
+		Name: s.Name, Description: s.Description, VipPortID: s.VipPortID, VipSubnetID: s.VipSubnetID,
+		VipAddress: s.VipAddress, Tags: s.Tags,
+	}).ExtractInto(&r)
+	return r.LB, wrap("octavia loadbalancer create", err)
+}
+
+func (o *octavia) DeleteLoadBalancer(ctx context.Context, id string) error {
+	return wrap("octavia loadbalancer delete", loadbalancers.Delete(ctx, o.c, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr())
+}
+
+func (o *octavia) ListListeners(ctx context.Context, lbID string) ([]Listener, error) {
+	return allPages[Listener](ctx, "octavia listener list",
+		listeners.List(o.c, listeners.ListOpts{LoadbalancerID: lbID}), labelled("listeners"))
+}
+
+func (o *octavia) CreateListener(ctx context.Context, s ListenerSpec) (*Listener, error) {
+	var r struct {
+		L *Listener `json:"listener"`
+	}
+	err := listeners.Create(ctx, o.c, listeners.CreateOpts{
+		LoadbalancerID: s.LoadBalancerID, Name: s.Name, Protocol: listeners.Protocol(s.Protocol),
+		ProtocolPort: s.ProtocolPort, Tags: s.Tags,
+	}).ExtractInto(&r)
+	return r.L, wrap("octavia listener create", err)
+}
+
+func (o *octavia) DeleteListener(ctx context.Context, id string) error {
+	return wrap("octavia listener delete", listeners.Delete(ctx, o.c, id).ExtractErr())
+}
+
+func (o *octavia) ListPools(ctx context.Context, lbID string) ([]Pool, error) {
+	out, err := allPages[Pool](ctx, "octavia pool list",
+		pools.List(o.c, pools.ListOpts{LoadbalancerID: lbID}), labelled("pools"))
+	for i := range out {
+		if len(out[i].Listeners) > 0 {
+			out[i].ListenerID = out[i].Listeners[0].ID
+		}
+	}
+	return out, err
+}
+
+func (o *octavia) CreatePool(ctx context.Context, s PoolSpec) (*Pool, error) {
+	opts := pools.CreateOpts{
+		ListenerID: s.ListenerID, Name: s.Name, Protocol: pools.Protocol(s.Protocol),
+		LBMethod: pools.LBMethod(s.LBAlgorithm), Tags: s.Tags,
+	}
+	if s.SourceIP {
+		opts.Persistence = &pools.SessionPersistence{Type: "SOURCE_IP"}
+	}
+	var r struct {
+		P *Pool `json:"pool"`
+	}
+	if err := pools.Create(ctx, o.c, opts).ExtractInto(&r); err != nil {
+		return nil, wrap("octavia pool create", err)
+	}
+	r.P.ListenerID = s.ListenerID
+	return r.P, nil
+}
+
+func (o *octavia) DeletePool(ctx context.Context, id string) error {
+	return wrap("octavia pool delete", pools.Delete(ctx, o.c, id).ExtractErr())
+}
+
+func (o *octavia) ListMembers(ctx context.Context, poolID string) ([]Member, error) {
+	return allPages[Member](ctx, "octavia member list",
+		pools.ListMembers(o.c, poolID, pools.ListMembersOpts{}), labelled("members"))
+}
+
+func (o *octavia) ReplaceMembers(ctx context.Context, poolID string, members []MemberSpec) error {
+	opts := make([]pools.BatchUpdateMemberOpts, 0, len(members))
+	for _, m := range members {
+		opts = append(opts, pools.BatchUpdateMemberOpts{
+			Address: m.Address, ProtocolPort: m.ProtocolPort, Name: &m.Name, SubnetID: &m.SubnetID,
+		})
+	}
+	return wrap("octavia member batch_update", pools.BatchUpdateMembers(ctx, o.c, poolID, opts).ExtractErr())
+}

@@ -1,0 +1,236 @@
+package openstack
+
+import "time"
+
+// FixedIP is one address of a port.
+type FixedIP struct {
+	SubnetID  string `json:"subnet_id"`
+	IPAddress string `json:"ip_address"`
+}
+
+// Port is a Neutron port.
+type Port struct {
+	ID                  string         `json:"id"`
+	Name                string         `json:"name"`
+	NetworkID           string         `json:"network_id"`
+	ProjectID           string         `json:"project_id"`
+	MACAddress          string         `json:"mac_address"`
+	FixedIPs            []FixedIP      `json:"fixed_ips"`
+	Status              string         `json:"status"`
+	AdminStateUp        bool           `json:"admin_state_up"`
+	DeviceOwner         string         `json:"device_owner"`
+	DeviceID            string         `json:"device_id"`
+	SecurityGroups      []string       `json:"security_groups"`
+	AllowedAddressPairs []AddressPair  `json:"allowed_address_pairs"`
+	Tags                []string       `json:"tags"`
+	Description         string         `json:"description"`
+	RevisionNumber      int            `json:"revision_number"`
+	CreatedAt           time.Time      `json:"created_at"`
+	Extra               map[string]any `json:"-"`
+}
+
+// AddressPair is an allowed address pair of a port.
+type AddressPair struct {
+	IPAddress  string `json:"ip_address"`
+	MACAddress string `json:"mac_address,omitempty"`
+}
+
+// PortSpec is what Raven asks Neutron to create.
+type PortSpec struct {
+	Name        string
+	NetworkID   string
+	SubnetID    string
+	IPAddress   string // optional fixed IP
+	DeviceOwner string
+	DeviceID    string
+	Description string
+	Tags        []string
+}
+
+// PortUpdate changes the mutable fields Raven uses; nil fields are left alone.
+type PortUpdate struct {
+	Name     *string
+	DeviceID *string
+}
+
+// Filter selects objects by network and tags. Tags must all match.
+type Filter struct {
+	NetworkID string
+	DeviceID  string
+	Name      string
+	Tags      []string
+}
+
+// Network is a Neutron network.
+type Network struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	ProjectID string    `json:"project_id"`
+	Status    string    `json:"status"`
+	Subnets   []string  `json:"subnets"`
+	External  bool      `json:"router:external"`
+	Tags      []string  `json:"tags"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// AllocationPool is a range of addresses Neutron hands out.
+type AllocationPool struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
+}
+
+// Subnet is a Neutron subnet.
+type Subnet struct {
+	ID              string           `json:"id"`
+	Name            string           `json:"name"`
+	NetworkID       string           `json:"network_id"`
+	ProjectID       string           `json:"project_id"`
+	CIDR            string           `json:"cidr"`
+	GatewayIP       string           `json:"gateway_ip"`
+	IPVersion       int              `json:"ip_version"`
+	AllocationPools []AllocationPool `json:"allocation_pools"`
+	DNSNameservers  []string         `json:"dns_nameservers"`
+	EnableDHCP      bool             `json:"enable_dhcp"`
+	SubnetPoolID    string           `json:"subnetpool_id"`
+	Tags            []string         `json:"tags"`
+	CreatedAt       time.Time        `json:"created_at"`
+}
+
+// SubnetSpec describes a subnet to create: either CIDR, or SubnetPoolID with PrefixLength.
+type SubnetSpec struct {
+	Name            string
+	NetworkID       string
+	CIDR            string
+	SubnetPoolID    string
+	PrefixLength    int
+	GatewayIP       string
+	AllocationPools []AllocationPool
+	Tags            []string
+}
+
+// SubnetPool is a Neutron subnet pool.
+type SubnetPool struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Prefixes []string `json:"prefixes"`
+	Tags     []string `json:"tags"`
+}
+
+// Router is a Neutron router.
+type Router struct {
+	ID               string   `json:"id"`
+	Name             string   `json:"name"`
+	GatewayNetworkID string   `json:"gateway_network_id"`
+	Tags             []string `json:"tags"`
+}
+
+// FloatingIP is a Neutron floating IP.
+type FloatingIP struct {
+	ID                string    `json:"id"`
+	FloatingIP        string    `json:"floating_ip_address"`
+	FloatingNetworkID string    `json:"floating_network_id"`
+	PortID            string    `json:"port_id"`
+	FixedIP           string    `json:"fixed_ip_address"`
+	Status            string    `json:"status"`
+	Description       string    `json:"description"`
+	Tags              []string  `json:"tags"`
+	CreatedAt         time.Time `json:"created_at"`
+}
+
+// FloatingIPSpec describes a floating IP to create.
+type FloatingIPSpec struct {
+	FloatingNetworkID string
+	FloatingIP        string // optional: a specific address
+	PortID            string
+	Description       string
+	Tags              []string
+}
+
+// LoadBalancer is an Octavia load balancer.
+type LoadBalancer struct {
+	ID                 string   `json:"id"`
+	Name               string   `json:"name"`
+	Description        string   `json:"description"`
+	VipAddress         string   `json:"vip_address"`
+	VipPortID          string   `json:"vip_port_id"`
+	VipSubnetID        string   `json:"vip_subnet_id"`
+	ProvisioningStatus string   `json:"provisioning_status"`
+	OperatingStatus    string   `json:"operating_status"`
+	Provider           string   `json:"provider"`
+	Tags               []string `json:"tags"`
+}
+
+// LoadBalancerSpec describes a load balancer whose VIP port the caller owns.
+type LoadBalancerSpec struct {
+	Name, Description                  string
+	VipPortID, VipSubnetID, VipAddress string
+	Tags                               []string
+}
+
+// Listener is an Octavia listener.
+type Listener struct {
+	ID                 string   `json:"id"`
+	Name               string   `json:"name"`
+	Protocol           string   `json:"protocol"`
+	ProtocolPort       int      `json:"protocol_port"`
+	DefaultPoolID      string   `json:"default_pool_id"`
+	ProvisioningStatus string   `json:"provisioning_status"`
+	Tags               []string `json:"tags"`
+}
+
+// ListenerSpec describes a listener.
+type ListenerSpec struct {
+	LoadBalancerID string
+	Name           string
+	Protocol       string
+	ProtocolPort   int
+	Tags           []string
+}
+
+// Pool is an Octavia pool.
+type Pool struct {
+	ID                 string              `json:"id"`
+	Name               string              `json:"name"`
+	Protocol           string              `json:"protocol"`
+	LBAlgorithm        string              `json:"lb_algorithm"`
+	SessionPersistence *SessionPersistence `json:"session_persistence"`
+	ListenerID         string              `json:"-"`
+	Listeners          []struct {
+		ID string `json:"id"`
+	} `json:"listeners"`
+	ProvisioningStatus string   `json:"provisioning_status"`
+	Tags               []string `json:"tags"`
+}
+
+// SessionPersistence is a pool's stickiness.
+type SessionPersistence struct {
+	Type string `json:"type"`
+}
+
+// PoolSpec describes a pool attached to one listener.
+type PoolSpec struct {
+	ListenerID  string
+	Name        string
+	Protocol    string
+	LBAlgorithm string
+	SourceIP    bool
+	Tags        []string
+}
+
+// Member is a pool member.
+type Member struct {
+	ID                 string `json:"id"`
+	Name               string `json:"name"`
+	Address            string `json:"address"`
+	ProtocolPort       int    `json:"protocol_port"`
+	SubnetID           string `json:"subnet_id"`
+	ProvisioningStatus string `json:"provisioning_status"`
+}
+
+// MemberSpec is a desired member.
+type MemberSpec struct {
+	Name         string
+	Address      string
+	ProtocolPort int
+	SubnetID     string
+}
