@@ -92,6 +92,7 @@ up() {
 
   local EP PP AP KP NP OP KSP
   EP=$(freeport); PP=$(freeport); AP=$(freeport); KP=$(freeport); NP=$(freeport); OP=$(freeport); KSP=$(freeport)
+  RAVEN_METRICS=127.0.0.1:$(freeport); RAVEN_HEALTH=127.0.0.1:$(freeport)
   local ports="$EP $PP $AP $KP $NP $OP"
   [[ ${STACK_KEYSTONE:-0} == 1 ]] && ports+=" $KSP"
   echo "$ports" >"$STACK_DIR/ports"
@@ -168,6 +169,8 @@ export STACK_DIR=$STACK_DIR
 export STACK_AUTH=$auth
 export STACK_NODE_NAME=$NODE_NAME
 export STACK_UNPRIVILEGED_KUBECONFIG=$STACK_DIR/kubeconfig-unprivileged
+export RAVEN_METRICS_ADDR=$RAVEN_METRICS
+export RAVEN_HEALTH_ADDR=$RAVEN_HEALTH
 ENV
   if [[ $auth == keystone ]]; then
     echo "export KEYSTONE_URL=http://127.0.0.1:$KSP/v3" >>"$STACK_DIR/env"
@@ -388,6 +391,10 @@ neutron:
   podSubnetPoolCIDR: 10.244.0.0/16
   podSubnetPrefixLength: 24
   serviceSubnetCIDR: 10.0.0.0/24
+metricsAddr: $RAVEN_METRICS
+healthAddr: $RAVEN_HEALTH
+resyncPeriod: 30s
+orphanGracePeriod: 10s
 Y
 }
 

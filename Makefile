@@ -1,0 +1,59 @@
+# Raven. `make help` lists the targets.
+SHELL := /bin/bash
+export GOTOOLCHAIN := local
+GO ?= go
+BIN := bin
+GOLANGCI_VERSION := v2.15.0
+STACK_ENV := .stack/env
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/raven.
+	$(GO) build -o $(BIN)/raven ./cmd/raven
+
+.PHONY: run
+run: build stack-up ## Bring the local stack up (when it is not running) and run Raven against it in the foreground.
+	@. $(STACK_ENV) && echo "Raven: metrics on http://$$RAVEN_METRICS_ADDR/metrics, probes on http://$$RAVEN_HEALTH_ADDR/readyz; kubectl works after '. $(STACK_ENV)'" && \
+	  exec $(BIN)/raven --config="$$RAVEN_CONFIG" -v=2
+
+.PHONY: test
+test: test-unit test-e2e ## Unit tests, then e2e tests on the real local stack (started and stopped by the tests when not running).
+
+.PHONY: test-unit
+test-unit: ## Unit tests; no service needed.
+	$(GO) vet ./...
+	@out=$$(gofmt -l cmd internal hack test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) test -race -count=1 ./internal/... ./cmd/...
+
+.PHONY: test-e2e
+test-e2e: ## E2e tests on the real stack (Kubernetes, Neutron, Octavia on 127.0.0.1).
+	$(GO) test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|e2e_test.go|harness' ; exit $${PIPESTATUS[0]}
+
+.PHONY: lint
+lint: $(BIN)/golangci-lint ## Run golangci-lint with .golangci.yml.
+	$(BIN)/golangci-lint run ./...
+
+$(BIN)/golangci-lint:
+	@echo "installing golangci-lint $(GOLANGCI_VERSION) into $(BIN)/ (a few minutes the first time)"
+	GOBIN=$(abspath $(BIN)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+
+.PHONY: stack-up
+stack-up: ## Start the local stack (builds Kubernetes once, installs Neutron/Octavia with apt when missing).
+	hack/stack.sh up
+
+.PHONY: stack-down
+stack-down: ## Stop the local stack; no process or listening port is left.
+	hack/stack.sh down
+
+.PHONY: stack-status
+stack-status: ## Tell whether the local stack runs, and how to reach it.
+	hack/stack.sh status
+
+.PHONY: clean
+clean: ## Remove build output.
+	rm -rf $(BIN)

@@ -1,0 +1,408 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+// env is what every test reaches the stack with.
+var env struct {
+	repo     string
+	vars     map[string]string
+	kube     kubernetes.Interface
+	os       *openstack.Clients
+	ravenBin string
+	cluster  string
+	raven    *Raven // the running Raven, if any
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		panic(err)
+	}
+	env.repo = repo
+	started := false
+	if exec.Command(filepath.Join(repo, "hack/stack.sh"), "status").Run() != nil {
+		harnessLog("starting the local stack (hack/stack.sh up)")
+		if err := runCmd(filepath.Join(repo, "hack/stack.sh"), "up"); err != nil {
+			harnessLog("stack up failed: %v", err)
+			return 1
+		}
+		started = true
+	} else {
+		harnessLog("attaching to the running local stack")
+	}
+	defer func() {
+		if env.raven != nil {
+			env.raven.stop()
+		}
+		if started && os.Getenv("E2E_KEEP_STACK") == "" {
+			harnessLog("stopping the local stack")
+			_ = runCmd(filepath.Join(repo, "hack/stack.sh"), "down")
+		}
+	}()
+	if err := setup(); err != nil {
+		harnessLog("setup: %v", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func setup() error {
+	vars, err := readEnv(filepath.Join(env.repo, ".stack/env"))
+	if err != nil {
+		return err
+	}
+	env.vars = vars
+	env.cluster = "local"
+	cfg, err := clientcmd.BuildConfigFromFlags("", vars["KUBECONFIG"])
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	if env.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if env.os, err = openstack.NewClients(ctx, vars["OS_CLIENT_CONFIG_FILE"], vars["OS_CLOUD"], nil); err != nil {
+		return err
+	}
+	env.ravenBin = filepath.Join(env.repo, "bin", "raven-e2e")
+	harnessLog("building %s", env.ravenBin)
+	return runCmd("go", "build", "-o", env.ravenBin, filepath.Join(env.repo, "cmd/raven"))
+}
+
+func harnessLog(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[harness %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func runCmd(name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = env.repo
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+func readEnv(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	vars := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok && !strings.HasPrefix(line, "#") {
+			vars[k] = v
+		}
+	}
+	return vars, sc.Err()
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func randSuffix() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Raven is a Raven process started by a test.
+type Raven struct {
+	cmd             *exec.Cmd
+	metrics, health string
+	logPath         string
+	done            chan error
+}
+
+// ravenOpts change how Raven is started.
+type ravenOpts struct {
+	kubeconfig string   // default: the admin kubeconfig
+	args       []string // extra flags
+}
+
+// startRaven stops any running Raven and starts a new one, waiting until /readyz answers 200.
+func startRaven(t testing.TB, o ravenOpts) *Raven {
+	t.Helper()
+	if env.raven != nil {
+		env.raven.stop()
+	}
+	r := &Raven{metrics: freeAddr(t), health: freeAddr(t), done: make(chan error, 1)}
+	r.logPath = filepath.Join(env.repo, "bin", fmt.Sprintf("raven-e2e-%s.log", time.Now().Format("150405.000")))
+	logf, err := os.Create(r.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		"--config=" + env.vars["RAVEN_CONFIG"],
+		"--metrics-bind-address=" + r.metrics, "--health-probe-bind-address=" + r.health,
+		"--resync-period=3s", "--orphan-grace-period=2s", "-v=2",
+	}
+	if o.kubeconfig != "" {
+		args = append(args, "--kubeconfig="+o.kubeconfig)
+	}
+	args = append(args, o.args...)
+	r.cmd = exec.Command(env.ravenBin, args...)
+	r.cmd.Stdout, r.cmd.Stderr = logf, logf
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.done <- r.cmd.Wait(); logf.Close() }()
+	env.raven = r
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if r.ready() {
+			return r
+		}
+		select {
+		case err := <-r.done:
+			r.done <- err
+			t.Fatalf("raven exited before it was ready (%v); log: %s\n%s", err, r.logPath, tail(r.logPath, 30))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("raven not ready after 60s; log:\n%s", tail(r.logPath, 30))
+	return nil
+}
+
+// ensureRaven returns the running Raven, starting one with default options when none runs.
+func ensureRaven(t testing.TB) *Raven {
+	t.Helper()
+	if env.raven != nil && env.raven.running() {
+		return env.raven
+	}
+	return startRaven(t, ravenOpts{})
+}
+
+func (r *Raven) ready() bool {
+	resp, err := http.Get("http://" + r.health + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func (r *Raven) running() bool {
+	select {
+	case err := <-r.done:
+		r.done <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// signal sends sig and waits up to limit for the exit; it returns how long the exit took.
+func (r *Raven) signal(sig syscall.Signal, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	if !r.running() {
+		return 0, nil
+	}
+	_ = r.cmd.Process.Signal(sig)
+	select {
+	case err := <-r.done:
+		r.done <- err
+		return time.Since(start), err
+	case <-time.After(limit):
+		_ = r.cmd.Process.Kill()
+		<-r.done
+		return time.Since(start), fmt.Errorf("raven did not exit within %s", limit)
+	}
+}
+
+func (r *Raven) stop() { _, _ = r.signal(syscall.SIGTERM, 10*time.Second); env.raven = nil }
+func (r *Raven) kill() { _, _ = r.signal(syscall.SIGKILL, 10*time.Second); env.raven = nil }
+
+// metric sums the samples of a metric family whose labels contain every given label="value" pair.
+func (r *Raven) metric(t testing.TB, name string, match func(labels string) bool) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + r.metrics + "/metrics")
+	if err != nil {
+		t.Fatalf("scraping metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") {
+			continue
+		}
+		rest := strings.TrimPrefix(line, name)
+		labels := ""
+		if strings.HasPrefix(rest, "{") {
+			end := strings.Index(rest, "}")
+			labels, rest = rest[1:end], rest[end+1:]
+		} else if !strings.HasPrefix(rest, " ") {
+			continue // a longer name with this prefix
+		}
+		if match != nil && !match(labels) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// neutronCalls returns the OpenStack requests Raven made so far, all of them and the writes.
+func (r *Raven) openstackCalls(t testing.TB) (calls, writes float64) {
+	t.Helper()
+	calls = r.metric(t, "raven_openstack_request_duration_seconds_count", nil)
+	writes = r.metric(t, "raven_openstack_request_duration_seconds_count", func(l string) bool {
+		return !strings.HasSuffix(l, ` list"`) && !strings.HasSuffix(l, ` get"`)
+	})
+	return calls, writes
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// newNamespace creates a namespace for the test; it is deleted afterwards without waiting.
+// When the test fails, the state of the stack is dumped first.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	name = strings.Trim(name, "-") + "-" + randSuffix()
+	ctx := context.Background()
+	_, err := env.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			dump(t, name)
+		}
+		_ = env.kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// eventually polls cond until it returns true or the timeout passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// clusterPorts lists the pod ports of this cluster in Neutron.
+func clusterPorts(t testing.TB) []openstack.Port {
+	t.Helper()
+	ports, err := env.os.Networking.ListPorts(context.Background(), openstack.Filter{Tags: ownership.Selector(env.cluster, ownership.KindPod)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ports
+}
+
+// dump writes what a person debugging a failure needs.
+func dump(t *testing.T, ns string) {
+	ctx := context.Background()
+	t.Logf("==== dump for namespace %s", ns)
+	if pods, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			t.Logf("pod %s uid=%s phase=%s ip=%s port-annotation=%s", p.Name, p.UID, p.Status.Phase, p.Status.PodIP, p.Annotations["kuryr.org/neutron-port"])
+		}
+	}
+	if svcs, err := env.kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, s := range svcs.Items {
+			t.Logf("service %s clusterIP=%s annotations=%v status=%v", s.Name, s.Spec.ClusterIP, s.Annotations, s.Status.LoadBalancer)
+		}
+	}
+	if evs, err := env.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, e := range evs.Items {
+			t.Logf("event %s %s/%s %s: %s", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+	if nets, err := env.os.Networking.ListNetworks(ctx, openstack.Filter{}); err == nil {
+		for _, n := range nets {
+			t.Logf("neutron network %s %s tags=%v", n.ID, n.Name, n.Tags)
+		}
+	}
+	if ports, err := env.os.Networking.ListPorts(ctx, openstack.Filter{}); err == nil {
+		for _, p := range ports {
+			t.Logf("neutron port %s name=%s owner=%s device=%s ips=%v tags=%v", p.ID, p.Name, p.DeviceOwner, p.DeviceID, p.FixedIPs, p.Tags)
+		}
+	}
+	if fips, err := env.os.Networking.ListFloatingIPs(ctx, openstack.Filter{}); err == nil {
+		for _, f := range fips {
+			t.Logf("neutron floating ip %s %s -> %s tags=%v", f.ID, f.FloatingIP, f.FixedIP, f.Tags)
+		}
+	}
+	if lbs, err := env.os.LoadBalancing.ListLoadBalancers(ctx, nil); err == nil {
+		for _, lb := range lbs {
+			t.Logf("octavia lb %s %s vip=%s status=%s tags=%v", lb.ID, lb.Name, lb.VipAddress, lb.ProvisioningStatus, lb.Tags)
+		}
+	}
+	if env.raven != nil {
+		t.Logf("==== raven log (%s), last lines:\n%s", env.raven.logPath, tail(env.raven.logPath, 60))
+	}
+	for _, svc := range []string{"neutron-server", "octavia", "kube-controller-manager", "node-standin"} {
+		t.Logf("==== %s log, last lines:\n%s", svc, tail(filepath.Join(env.vars["STACK_DIR"], "logs", svc+".log"), 15))
+	}
+}

@@ -1,0 +1,397 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+func podSpec(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{{Name: "nginx", Image: "nginx"}},
+			TerminationGracePeriodSeconds: new(int64),
+		},
+	}
+}
+
+func createPod(t testing.TB, ns, name string) *corev1.Pod {
+	t.Helper()
+	p, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), podSpec(name), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func createPods(t testing.TB, ns, prefix string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), podSpec(fmt.Sprintf("%s-%d", prefix, i)), metav1.CreateOptions{})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// portAnnotation returns the pod's decoded port annotation, or nil.
+func portAnnotation(t testing.TB, ns, name string) (*corev1.Pod, *annotations.Port) {
+	t.Helper()
+	p, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var port annotations.Port
+	ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return p, nil
+	}
+	return p, &port
+}
+
+func waitAnnotated(t testing.TB, ns, name string) *annotations.Port {
+	t.Helper()
+	var port *annotations.Port
+	eventually(t, 60*time.Second, "pod "+ns+"/"+name+" to get its port annotation", func() (bool, error) {
+		_, port = portAnnotation(t, ns, name)
+		return port != nil, nil
+	})
+	return port
+}
+
+func waitAllAnnotated(t testing.TB, ns string, want int, timeout time.Duration) []corev1.Pod {
+	t.Helper()
+	var pods *corev1.PodList
+	eventually(t, timeout, fmt.Sprintf("%d annotated pods in %s", want, ns), func() (bool, error) {
+		var err error
+		pods, err = env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Annotations[annotations.PodPort] != "" {
+				n++
+			}
+		}
+		return n == want && len(pods.Items) == want, nil
+	})
+	return pods.Items
+}
+
+// checkOnePortPerPod asserts the invariant: every live pod of ns has exactly one port (by device_id),
+// its annotation names that port with the same IP and MAC, and no port of the namespace belongs to a pod
+// that is gone.
+func checkOnePortPerPod(t testing.TB, ns string) {
+	t.Helper()
+	pods, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byDevice := map[string][]openstack.Port{}
+	for _, p := range clusterPorts(t) {
+		o, _ := ownership.Parse(p.Tags)
+		if o.Name != "" && len(o.Name) > len(ns) && o.Name[:len(ns)+1] == ns+"/" {
+			byDevice[p.DeviceID] = append(byDevice[p.DeviceID], p)
+		}
+	}
+	live := map[string]bool{}
+	for _, p := range pods.Items {
+		live[string(p.UID)] = true
+		ports := byDevice[string(p.UID)]
+		if len(ports) != 1 {
+			t.Errorf("pod %s has %d ports, want 1", p.Name, len(ports))
+			continue
+		}
+		var ann annotations.Port
+		if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &ann); !ok || err != nil {
+			t.Errorf("pod %s: annotation missing or bad (%v)", p.Name, err)
+			continue
+		}
+		if ann.ID != ports[0].ID || ann.MACAddress != ports[0].MACAddress || ann.FixedIPs[0].IPAddress != ports[0].FixedIPs[0].IPAddress {
+			t.Errorf("pod %s: annotation %s/%s/%s does not match port %s/%s/%s", p.Name, ann.ID, ann.MACAddress, ann.FixedIPs[0].IPAddress,
+				ports[0].ID, ports[0].MACAddress, ports[0].FixedIPs[0].IPAddress)
+		}
+	}
+	for dev, ports := range byDevice {
+		if !live[dev] {
+			t.Errorf("%d leaked port(s) for gone pod %s", len(ports), dev)
+		}
+	}
+}
+
+func namespaceSubnet(t testing.TB, ns string) netip.Prefix {
+	t.Helper()
+	var sub annotations.Subnet
+	eventually(t, 30*time.Second, "namespace "+ns+" to get its subnet annotation", func() (bool, error) {
+		n, err := env.kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ok, err := annotations.Decode(n.Annotations, annotations.NamespaceSubnet, &sub)
+		return ok && err == nil, err
+	})
+	return netip.MustParsePrefix(sub.CIDR)
+}
+
+// The walkthrough of seed 001.
+func TestPodWalkthrough(t *testing.T) {
+	ensureRaven(t)
+	ns := newNamespace(t)
+	cidr := namespaceSubnet(t, ns)
+	createPod(t, ns, "nginx")
+	ann := waitAnnotated(t, ns, "nginx")
+
+	ports, err := env.os.Networking.ListPorts(context.Background(), openstack.Filter{Name: "nginx", DeviceID: ann.DeviceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ports) != 1 {
+		t.Fatalf("%d ports named nginx for the pod, want 1", len(ports))
+	}
+	port := ports[0]
+	ip := netip.MustParseAddr(port.FixedIPs[0].IPAddress)
+	if !cidr.Contains(ip) {
+		t.Errorf("port IP %s is outside the namespace subnet %s", ip, cidr)
+	}
+	if ann.ID != port.ID || ann.MACAddress != port.MACAddress || ann.FixedIPs[0] != (annotations.FixedIP(port.FixedIPs[0])) ||
+		ann.NetworkID != port.NetworkID || ann.Name != "nginx" || ann.DeviceOwner != port.DeviceOwner {
+		t.Errorf("annotation %+v does not match the Neutron port %+v", ann, port)
+	}
+	pod, _ := portAnnotation(t, ns, "nginx")
+	var sub annotations.Subnet
+	if ok, err := annotations.Decode(pod.Annotations, annotations.PodSubnet, &sub); !ok || err != nil || sub.CIDR != cidr.String() || sub.GatewayIP == "" {
+		t.Errorf("subnet annotation %+v (err %v), want cidr %s with a gateway", sub, err, cidr)
+	}
+	// The node stand-in copies the IP into the pod status, as a CNI plugin would (seed 001 step 4).
+	eventually(t, 20*time.Second, "status.podIP", func() (bool, error) {
+		p, _ := portAnnotation(t, ns, "nginx")
+		return p.Status.PodIP == ip.String(), nil
+	})
+
+	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), "nginx", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the port to be deleted", func() (bool, error) {
+		_, err := env.os.Networking.GetPort(context.Background(), port.ID)
+		return openstack.IsNotFound(err), nil
+	})
+}
+
+func TestTwoNamespacesGetTwoNetworks(t *testing.T) {
+	ensureRaven(t)
+	a, b := newNamespace(t), newNamespace(t)
+	ca, cb := namespaceSubnet(t, a), namespaceSubnet(t, b)
+	if ca.Overlaps(cb) {
+		t.Fatalf("namespace subnets overlap: %s and %s", ca, cb)
+	}
+	createPod(t, a, "web")
+	createPod(t, b, "web")
+	pa, pb := waitAnnotated(t, a, "web"), waitAnnotated(t, b, "web")
+	if pa.NetworkID == pb.NetworkID {
+		t.Fatalf("pods of two namespaces share network %s", pa.NetworkID)
+	}
+	if !ca.Contains(netip.MustParseAddr(pa.FixedIPs[0].IPAddress)) || !cb.Contains(netip.MustParseAddr(pb.FixedIPs[0].IPAddress)) {
+		t.Fatalf("pod IPs %s, %s not in their namespace subnets %s, %s", pa.FixedIPs[0].IPAddress, pb.FixedIPs[0].IPAddress, ca, cb)
+	}
+}
+
+func TestDeletedNamespaceLosesItsNetwork(t *testing.T) {
+	ensureRaven(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createPod(t, ns, "web")
+	ann := waitAnnotated(t, ns, "web")
+	if err := env.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the namespace network to be deleted and the namespace gone", func() (bool, error) {
+		_, err := env.os.Networking.GetNetwork(ctx, ann.NetworkID)
+		_, kerr := env.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return openstack.IsNotFound(err) && apierrors.IsNotFound(kerr), nil
+	})
+}
+
+func TestSIGTERMStopsWithinFiveSeconds(t *testing.T) {
+	r := startRaven(t, ravenOpts{})
+	took, err := r.signal(syscall.SIGTERM, 5*time.Second)
+	env.raven = nil
+	if err != nil {
+		t.Fatalf("after SIGTERM: %v (took %s)\n%s", err, took, tail(r.logPath, 20))
+	}
+	t.Logf("raven exited %s after SIGTERM", took)
+}
+
+func TestRestartInSyncMakesNoNeutronWrite(t *testing.T) {
+	ensureRaven(t)
+	ns := newNamespace(t)
+	createPods(t, ns, "p", 20)
+	waitAllAnnotated(t, ns, 20, 2*time.Minute)
+	waitNoTerminatingNamespaces(t)
+
+	env.raven.stop()
+	r := startRaven(t, ravenOpts{})
+	// Give the start-up load, the first resync and every reconcile time to run.
+	time.Sleep(5 * time.Second)
+	calls, writes := r.openstackCalls(t)
+	namespaces, err := env.kube.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("restart with %d namespaces in sync: %v OpenStack calls, %v writes", len(namespaces.Items), calls, writes)
+	if writes != 0 {
+		t.Errorf("restart in sync made %v OpenStack writes, want 0", writes)
+	}
+	// Start-up costs a constant number of lists, plus the same per resync; never one per pod.
+	if calls > 30 {
+		t.Errorf("restart in sync made %v OpenStack calls, want a number independent of the pods (≤ 30)", calls)
+	}
+	checkOnePortPerPod(t, ns)
+}
+
+func TestPodDeletedWhileRavenStoppedLosesItsPort(t *testing.T) {
+	ensureRaven(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createPod(t, ns, "short")
+	ann := waitAnnotated(t, ns, "short")
+	env.raven.stop()
+	if err := env.kube.CoreV1().Pods(ns).Delete(ctx, "short", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the pod to be gone", func() (bool, error) {
+		_, err := env.kube.CoreV1().Pods(ns).Get(ctx, "short", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	startRaven(t, ravenOpts{})
+	eventually(t, 30*time.Second, "the port of the pod deleted while Raven was stopped to be gone", func() (bool, error) {
+		_, err := env.os.Networking.GetPort(ctx, ann.ID)
+		return openstack.IsNotFound(err), nil
+	})
+}
+
+func TestPortDeletedInNeutronIsRecreated(t *testing.T) {
+	ensureRaven(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createPod(t, ns, "victim")
+	before := waitAnnotated(t, ns, "victim")
+	if err := env.os.Networking.DeletePort(ctx, before.ID); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a new port and an updated annotation", func() (bool, error) {
+		_, ann := portAnnotation(t, ns, "victim")
+		return ann != nil && ann.ID != before.ID, nil
+	})
+	checkOnePortPerPod(t, ns)
+}
+
+// Raven creates ports but cannot annotate (its identity may not patch pods), and is killed with SIGKILL
+// in that state, which is the window between a port create and its annotation. After a restart with
+// full rights every pod has exactly one port and nothing leaked.
+func TestKilledBetweenPortCreateAndAnnotation(t *testing.T) {
+	ensureRaven(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	namespaceSubnet(t, ns)
+	env.raven.stop()
+
+	// An identity that can do everything Raven does except patch pods.
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-raven-no-pod-patch-" + randSuffix()},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods", "namespaces", "services", "nodes"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"namespaces", "services"}, Verbs: []string{"patch", "update"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+		},
+	}
+	if _, err := env.kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "raven-unprivileged"}},
+	}
+	if _, err := env.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = env.kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+
+	const n = 10
+	createPods(t, ns, "crash", n)
+	r := startRaven(t, ravenOpts{kubeconfig: env.vars["STACK_UNPRIVILEGED_KUBECONFIG"]})
+	eventually(t, 60*time.Second, "ports for every pod (annotations are forbidden)", func() (bool, error) {
+		count := 0
+		for _, p := range clusterPorts(t) {
+			if o, _ := ownership.Parse(p.Tags); len(o.Name) > len(ns) && o.Name[:len(ns)+1] == ns+"/" {
+				count++
+			}
+		}
+		return count == n, nil
+	})
+	r.kill()
+	pods, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Annotations[annotations.PodPort] != "" {
+			t.Fatalf("pod %s was annotated by an identity that may not patch pods", p.Name)
+		}
+	}
+	startRaven(t, ravenOpts{})
+	waitAllAnnotated(t, ns, n, 60*time.Second)
+	checkOnePortPerPod(t, ns)
+}
+
+
+// waitNoTerminatingNamespaces waits until earlier tests' namespaces are gone, so that their teardown
+// does not mix into a measurement.
+func waitNoTerminatingNamespaces(t testing.TB) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "no namespace left Terminating", func() (bool, error) {
+		nss, err := env.kube.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ns := range nss.Items {
+			if ns.DeletionTimestamp != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
