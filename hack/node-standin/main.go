@@ -199,4 +199,3 @@ func isReady(p *corev1.Pod) bool {
 	}
 	return false
 }
-

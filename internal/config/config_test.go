@@ -34,7 +34,9 @@ func TestLoadAndFlags(t *testing.T) {
 		wantErr string
 	}{
 		{"the file fills the options over the defaults", valid, nil,
-			func(o Options) bool { return o.ClusterID == "c1" && o.ResyncPeriod.Duration == 10*time.Second && o.Workers == 16 }, ""},
+			func(o Options) bool {
+				return o.ClusterID == "c1" && o.ResyncPeriod.Duration == 10*time.Second && o.Workers == 16
+			}, ""},
 		{"a flag given on the command line wins over the file", valid, []string{"--cluster-id=c2", "--workers=3"},
 			func(o Options) bool { return o.ClusterID == "c2" && o.Workers == 3 }, ""},
 		{"a flag left out does not reset the file's value", valid, []string{"--workers=3"},

@@ -165,4 +165,3 @@ func openstackCheck(n openstack.Networking) healthz.Checker {
 }
 
 func ptr[T any](v T) *T { return &v }
-

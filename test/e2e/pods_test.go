@@ -377,7 +377,6 @@ func TestKilledBetweenPortCreateAndAnnotation(t *testing.T) {
 	checkOnePortPerPod(t, ns)
 }
 
-
 // waitNoTerminatingNamespaces waits until earlier tests' namespaces are gone, so that their teardown
 // does not mix into a measurement.
 func waitNoTerminatingNamespaces(t testing.TB) {
