@@ -228,7 +228,7 @@ allow_overlapping_ips = true
 debug = false
 use_stderr = true
 [database]
-connection = sqlite:///$STACK_DIR/state/neutron.sqlite
+connection = sqlite:///$STACK_DIR/state/neutron.sqlite?timeout=30
 [oslo_concurrency]
 lock_path = $STACK_DIR/neutron/lock
 [oslo_messaging_notifications]
@@ -278,7 +278,7 @@ api_base_uri = http://127.0.0.1:$port
 enabled_provider_drivers = amphora:Amphora provider (noop drivers)
 default_provider_driver = amphora
 [database]
-connection = sqlite:///$STACK_DIR/state/octavia.sqlite
+connection = sqlite:///$STACK_DIR/state/octavia.sqlite?timeout=30
 [controller_worker]
 network_driver = network_noop_driver
 compute_driver = compute_noop_driver

@@ -23,6 +23,7 @@ import (
 	"github.com/raven-net/raven/internal/controller/namespace"
 	"github.com/raven-net/raven/internal/controller/orphan"
 	"github.com/raven-net/raven/internal/controller/pod"
+	"github.com/raven-net/raven/internal/controller/service"
 	"github.com/raven-net/raven/internal/metrics"
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
@@ -95,6 +96,15 @@ func Run(ctx context.Context, o config.Options) error {
 		if err := pod.IndexFields(ctx, mgr); err != nil {
 			return err
 		}
+	}
+	if o.Controllers.Services {
+		svcRepairs := make(chan event.GenericEvent, 256)
+		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Gate: gate, Recorder: recorder}
+		if err := r.SetupWithManager(mgr, min(o.Workers, 8), svcRepairs); err != nil {
+			return err
+		}
+		sweeper.Extra = append(sweeper.Extra, service.Sweep(mgr.GetClient(), nm, clients.LoadBalancing, svcRepairs,
+			o.OrphanGracePeriod.Duration, func(kind string) { m.Swept.WithLabelValues(kind).Inc() }))
 	}
 	if err := mgr.Add(sweeper); err != nil {
 		return err

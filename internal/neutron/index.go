@@ -169,14 +169,14 @@ func (x *Index) PortsOn(networkID string) []openstack.Port {
 	return out
 }
 
-// PodPorts returns every pod port (not pool ports).
-func (x *Index) PodPorts() []openstack.Port {
+// PortsOfKind returns every port whose owner is of the given kind.
+func (x *Index) PortsOfKind(kind ownership.Kind) []openstack.Port {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	out := make([]openstack.Port, 0, len(x.ports))
-	for _, ids := range x.byUID {
-		for _, id := range ids {
-			out = append(out, x.ports[id])
+	var out []openstack.Port
+	for _, p := range x.ports {
+		if o, _ := ownership.Parse(p.Tags); o.Kind == kind {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -196,7 +196,7 @@ func (x *Index) putLocked(cluster string, p openstack.Port) {
 		return
 	}
 	switch {
-	case o.Kind == ownership.KindPod && o.UID != "":
+	case (o.Kind == ownership.KindPod || o.Kind == ownership.KindService) && o.UID != "":
 		x.ports[p.ID] = p
 		x.byUID[o.UID] = append(x.byUID[o.UID], p.ID)
 	case o.Kind == ownership.KindPool:

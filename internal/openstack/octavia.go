@@ -115,9 +115,11 @@ func (o *octavia) ListMembers(ctx context.Context, poolID string) ([]Member, err
 func (o *octavia) ReplaceMembers(ctx context.Context, poolID string, members []MemberSpec) error {
 	opts := make([]pools.BatchUpdateMemberOpts, 0, len(members))
 	for _, m := range members {
-		opts = append(opts, pools.BatchUpdateMemberOpts{
-			Address: m.Address, ProtocolPort: m.ProtocolPort, Name: &m.Name, SubnetID: &m.SubnetID,
-		})
+		o := pools.BatchUpdateMemberOpts{Address: m.Address, ProtocolPort: m.ProtocolPort, Name: &m.Name}
+		if m.SubnetID != "" {
+			o.SubnetID = &m.SubnetID
+		}
+		opts = append(opts, o)
 	}
 	return wrap("octavia member batch_update", pools.BatchUpdateMembers(ctx, o.c, poolID, opts).ExtractErr())
 }

@@ -1,6 +1,9 @@
 package openstack
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // FixedIP is one address of a port.
 type FixedIP struct {
@@ -158,6 +161,7 @@ type LoadBalancer struct {
 	OperatingStatus    string   `json:"operating_status"`
 	Provider           string   `json:"provider"`
 	Tags               []string `json:"tags"`
+	CreatedAt          Time     `json:"created_at"`
 }
 
 // LoadBalancerSpec describes a load balancer whose VIP port the caller owns.
@@ -233,4 +237,23 @@ type MemberSpec struct {
 	Address      string
 	ProtocolPort int
 	SubnetID     string
+}
+
+// Time reads OpenStack timestamps, which come with or without a zone (Octavia leaves it out; it is UTC).
+type Time struct{ time.Time }
+
+// UnmarshalJSON accepts RFC 3339 and zone-less timestamps.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if s == "null" || s == `""` {
+		return nil
+	}
+	s = s[1 : len(s)-1]
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05"} {
+		if v, err := time.Parse(layout, s); err == nil {
+			t.Time = v.UTC()
+			return nil
+		}
+	}
+	return fmt.Errorf("unreadable timestamp %s", b)
 }

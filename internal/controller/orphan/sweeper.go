@@ -67,7 +67,7 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		return nil // context ended
 	}
 	log.Info("Neutron ready", "router", s.Neutron.C.RouterID, "subnetPool", s.Neutron.C.SubnetPoolID,
-		"networks", len(s.Neutron.X.Networks()), "ports", len(s.Neutron.X.PodPorts()),
+		"networks", len(s.Neutron.X.Networks()), "ports", len(s.Neutron.X.PortsOfKind(ownership.KindPod)),
 		"tagsOnPortCreate", s.Neutron.C.Caps.TagsOnPortCreate)
 	s.Gate.Open()
 	// The first sweep runs right away: a pod deleted while Raven was stopped loses its port now.
@@ -120,7 +120,7 @@ func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 		}
 	}
 	var errs []error
-	for _, port := range s.Neutron.X.PodPorts() {
+	for _, port := range s.Neutron.X.PortsOfKind(ownership.KindPod) {
 		o, _ := ownership.Parse(port.Tags)
 		if live[o.UID] || !s.old(port.CreatedAt, now) {
 			continue

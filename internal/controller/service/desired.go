@@ -1,0 +1,94 @@
+package service
+
+import (
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/internal/octavia"
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// Served says whether Raven builds a load balancer for the Service: it needs a clusterIP.
+func Served(svc *corev1.Service) bool {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return false
+	}
+	ip := svc.Spec.ClusterIP
+	return ip != "" && ip != corev1.ClusterIPNone
+}
+
+// FloatingIP says which floating IP the Service wants: want is false for none; addr is empty when
+// Neutron may choose (type LoadBalancer without loadBalancerIP). ignored lists externalIPs that cannot
+// become floating IPs, with the reason.
+func FloatingIP(svc *corev1.Service, external netip.Prefix) (addr string, want bool, ignored []string) {
+	for _, raw := range svc.Spec.ExternalIPs {
+		ip, err := netip.ParseAddr(raw)
+		switch {
+		case err != nil:
+			ignored = append(ignored, fmt.Sprintf("%q is not an IP address", raw))
+		case !external.IsValid() || !external.Contains(ip):
+			ignored = append(ignored, fmt.Sprintf("%s is outside the external subnet %s", ip, external))
+		case want:
+			ignored = append(ignored, fmt.Sprintf("%s: only the first externalIP inside the external subnet gets a floating IP", ip))
+		default:
+			addr, want = ip.String(), true
+		}
+	}
+	if want || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return addr, want, ignored
+	}
+	if raw := svc.Spec.LoadBalancerIP; raw != "" {
+		ip, err := netip.ParseAddr(raw)
+		if err != nil || !external.IsValid() || !external.Contains(ip) {
+			ignored = append(ignored, fmt.Sprintf("loadBalancerIP %q is not an address of the external subnet %s; allocating one", raw, external))
+			return "", true, ignored
+		}
+		return ip.String(), true, ignored
+	}
+	return "", true, ignored
+}
+
+// Annotations renders the kuryr.org/neutron-vip and kuryr.org/neutron-pool values.
+func Annotations(svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBalancer, fip *openstack.FloatingIP,
+	want []octavia.Listener, cur octavia.Current) (map[string]*string, error) {
+	v := annotations.VIP{Address: svc.Spec.ClusterIP, PortID: vip.ID, Name: svc.Name}
+	if len(vip.FixedIPs) > 0 {
+		v.SubnetID = vip.FixedIPs[0].SubnetID
+	}
+	if lb != nil {
+		v.LoadBalancerID, v.ProvisioningStatus = lb.ID, lb.ProvisioningStatus
+	}
+	if fip != nil {
+		v.FloatingIP, v.FloatingIPID = fip.FloatingIP, fip.ID
+	}
+	pools := []annotations.Pool{}
+	for _, w := range want {
+		p := annotations.Pool{Name: w.Name, Protocol: w.Protocol, ProtocolPort: w.Port, LBMethod: w.Algorithm, Members: []annotations.Member{}}
+		for _, l := range cur.Listeners {
+			if l.Protocol == w.Protocol && l.ProtocolPort == w.Port {
+				p.ListenerID = l.ID
+			}
+		}
+		for _, cp := range cur.Pools {
+			if cp.ListenerID == p.ListenerID && p.ListenerID != "" {
+				p.ID = cp.ID
+				for _, m := range cur.Members[cp.ID] {
+					p.Members = append(p.Members, annotations.Member{Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID})
+				}
+			}
+		}
+		pools = append(pools, p)
+	}
+	vs, err := annotations.Encode(v)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := annotations.Encode(pools)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]*string{annotations.ServiceVIP: &vs, annotations.ServicePools: &ps}, nil
+}

@@ -1,0 +1,459 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/octavia"
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+// VIPDeviceOwner marks the VIP ports Raven makes for load balancers.
+const VIPDeviceOwner = "raven:vip"
+
+// pending is how long Raven waits before looking at a load balancer Octavia is still changing.
+const pending = 500 * time.Millisecond
+
+// Reconciler gives services their load balancers.
+type Reconciler struct {
+	Client   client.Client
+	Neutron  *neutron.Manager
+	LB       openstack.LoadBalancing
+	Gate     *controller.Gate
+	Recorder events.EventRecorder
+}
+
+// Reconcile makes Octavia and Neutron match the Service as it is now. It never waits for Octavia: while
+// a load balancer is PENDING_* it returns and looks again shortly.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.Gate.Wait(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	var svc corev1.Service
+	if err := r.Client.Get(ctx, req.NamespacedName, &svc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !svc.DeletionTimestamp.IsZero() || !Served(&svc) {
+		if !controllerutil.ContainsFinalizer(&svc, annotations.ServiceFinalizer) {
+			return reconcile.Result{}, nil
+		}
+		done, err := r.teardown(ctx, string(svc.UID))
+		if err != nil {
+			r.warn(&svc, "LoadBalancerDelete", "deleting the load balancer", err)
+			return reconcile.Result{}, err
+		}
+		if !done {
+			return reconcile.Result{RequeueAfter: pending}, nil
+		}
+		klog.FromContext(ctx).V(1).Info("Removed load balancer")
+		if Served(&svc) || svc.DeletionTimestamp != nil {
+			return reconcile.Result{}, r.setFinalizer(ctx, &svc, false)
+		}
+		// Became headless or ExternalName: drop the annotations as well.
+		if err := r.patchAnnotations(ctx, &svc, map[string]*string{annotations.ServiceVIP: nil, annotations.ServicePools: nil}); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, r.setFinalizer(ctx, &svc, false)
+	}
+	if err := r.setFinalizer(ctx, &svc, true); err != nil {
+		return reconcile.Result{}, err
+	}
+	res, err := r.ensure(ctx, &svc)
+	if openstack.KindOf(err) == openstack.KindImmutable {
+		// Octavia is applying an earlier change; look again when it is done.
+		return reconcile.Result{RequeueAfter: pending}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile.Result, error) {
+	log := klog.FromContext(ctx)
+	c := r.Neutron.C
+	if c.ServiceSubnet == nil {
+		return reconcile.Result{}, reconcile.TerminalError(errors.New("no service subnet configured"))
+	}
+	subnet := netip.MustParsePrefix(c.ServiceSubnet.CIDR)
+	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	if err != nil || !subnet.Contains(ip) {
+		err := fmt.Errorf("clusterIP %s is outside the service subnet %s; set neutron.serviceSubnetCIDR to cover the service-cluster-ip-range", svc.Spec.ClusterIP, subnet)
+		r.warn(svc, "ClusterIPOutsideServiceSubnet", "building the load balancer", err)
+		return reconcile.Result{}, reconcile.TerminalError(err)
+	}
+	vip, err := r.ensureVIP(ctx, svc)
+	if err != nil {
+		r.warn(svc, "VIPPortCreate", "creating the VIP port", err)
+		return reconcile.Result{}, err
+	}
+	lb, err := r.ensureLoadBalancer(ctx, svc, vip)
+	if err != nil {
+		r.warn(svc, "LoadBalancerCreate", "creating the load balancer", err)
+		return reconcile.Result{}, err
+	}
+	if lb.ProvisioningStatus != "ACTIVE" {
+		log.V(3).Info("Load balancer not active yet", "loadBalancer", lb.ID, "status", lb.ProvisioningStatus)
+		return reconcile.Result{RequeueAfter: pending}, nil
+	}
+
+	var eps discoveryv1.EndpointSliceList
+	if err := r.Client.List(ctx, &eps, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	want, problems := octavia.Desired(svc, eps.Items, r.subnetFor)
+	for _, p := range problems {
+		r.warn(svc, "UnsupportedPort", "building the listeners", errors.New(p))
+	}
+	cur, err := r.current(ctx, lb.ID)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if steps := octavia.Plan(want, cur); len(steps) > 0 {
+		if err := r.apply(ctx, svc, lb, steps[0]); err != nil {
+			r.warn(svc, "LoadBalancerUpdate", fmt.Sprintf("%s on load balancer %s", steps[0].Kind, lb.ID), err)
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: pending}, nil
+	}
+
+	fip, err := r.ensureFloatingIP(ctx, svc, vip)
+	if err != nil {
+		r.warn(svc, "FloatingIP", "setting up the floating IP", err)
+		return reconcile.Result{}, err
+	}
+	if err := r.patchStatus(ctx, svc, fip); err != nil {
+		return reconcile.Result{}, err
+	}
+	want2, err := Annotations(svc, vip, lb, fip, want, cur)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.patchAnnotations(ctx, svc, want2)
+}
+
+func (r *Reconciler) owner(svc *corev1.Service) ownership.Owner {
+	return ownership.Owner{Cluster: r.Neutron.C.ID, Kind: ownership.KindService, UID: string(svc.UID), Name: svc.Namespace + "/" + svc.Name}
+}
+
+// ensureVIP finds or creates the VIP port whose fixed IP is the clusterIP.
+func (r *Reconciler) ensureVIP(ctx context.Context, svc *corev1.Service) (openstack.Port, error) {
+	c := r.Neutron.C
+	for _, p := range r.Neutron.X.PortsOf(string(svc.UID)) {
+		if len(p.FixedIPs) > 0 && p.FixedIPs[0].IPAddress == svc.Spec.ClusterIP {
+			return p, nil
+		}
+	}
+	// Not in the index: maybe made by an earlier run whose index is gone; ask Neutron by tag.
+	owner := r.owner(svc)
+	found, err := r.Neutron.N.ListPorts(ctx, openstack.Filter{NetworkID: c.ServiceNetworkID, Tags: owner.Tags()[:3]})
+	if err != nil {
+		return openstack.Port{}, err
+	}
+	for _, p := range found {
+		if len(p.FixedIPs) > 0 && p.FixedIPs[0].IPAddress == svc.Spec.ClusterIP {
+			r.Neutron.X.PutPort(c.ID, p)
+			return p, nil
+		}
+		// A VIP port with another address: the clusterIP changed (the Service was recreated).
+		if err := openstack.IgnoreNotFound(r.Neutron.N.DeletePort(ctx, p.ID)); err != nil {
+			return openstack.Port{}, err
+		}
+		r.Neutron.X.DropPort(p.ID)
+	}
+	spec := openstack.PortSpec{
+		Name: svc.Name, NetworkID: c.ServiceNetworkID, SubnetID: c.ServiceSubnet.ID, IPAddress: svc.Spec.ClusterIP,
+		DeviceOwner: VIPDeviceOwner, DeviceID: string(svc.UID), Description: "VIP of service " + svc.Namespace + "/" + svc.Name,
+		Tags: owner.Tags(),
+	}
+	p, err := r.Neutron.N.CreatePort(ctx, spec)
+	if err != nil {
+		return openstack.Port{}, err
+	}
+	if !c.Caps.TagsOnPortCreate {
+		if err := r.Neutron.N.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, owner.Tags()); err != nil {
+			return openstack.Port{}, err
+		}
+		p.Tags = owner.Tags()
+	}
+	r.Neutron.X.PutPort(c.ID, *p)
+	return *p, nil
+}
+
+func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service, vip openstack.Port) (*openstack.LoadBalancer, error) {
+	owner := r.owner(svc)
+	lbs, err := r.LB.ListLoadBalancers(ctx, owner.Tags()[:3])
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(lbs, func(a, b openstack.LoadBalancer) int { return a.CreatedAt.Compare(b.CreatedAt.Time) })
+	var keep *openstack.LoadBalancer
+	for i := range lbs {
+		lb := &lbs[i]
+		switch {
+		case lb.ProvisioningStatus == "ERROR":
+			r.warn(svc, "LoadBalancerError", "load balancer "+lb.ID+" is in ERROR; rebuilding it", errors.New("ERROR"))
+			if err := openstack.IgnoreNotFound(r.LB.DeleteLoadBalancer(ctx, lb.ID)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+				return nil, err
+			}
+		case lb.VipPortID != vip.ID && lb.ProvisioningStatus != "PENDING_DELETE":
+			// Built on an old VIP port (the clusterIP changed): replace it.
+			if err := openstack.IgnoreNotFound(r.LB.DeleteLoadBalancer(ctx, lb.ID)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+				return nil, err
+			}
+		case lb.ProvisioningStatus == "PENDING_DELETE":
+		case keep == nil:
+			keep = lb
+		default:
+			// A duplicate (a crash between create and the next look): keep the oldest.
+			if err := openstack.IgnoreNotFound(r.LB.DeleteLoadBalancer(ctx, lb.ID)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+				return nil, err
+			}
+		}
+	}
+	if keep != nil {
+		return keep, nil
+	}
+	lb, err := r.LB.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{
+		Name: svc.Namespace + "/" + svc.Name, Description: "Kubernetes service " + svc.Namespace + "/" + svc.Name,
+		VipPortID: vip.ID, VipSubnetID: r.Neutron.C.ServiceSubnet.ID, VipAddress: svc.Spec.ClusterIP, Tags: owner.Tags(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).V(1).Info("Created load balancer", "loadBalancer", lb.ID, "vip", svc.Spec.ClusterIP)
+	r.event(svc, "LoadBalancerCreated", "Create", "load balancer %s with VIP %s", lb.ID, svc.Spec.ClusterIP)
+	return lb, nil
+}
+
+func (r *Reconciler) current(ctx context.Context, lbID string) (octavia.Current, error) {
+	var cur octavia.Current
+	var err error
+	if cur.Listeners, err = r.LB.ListListeners(ctx, lbID); err != nil {
+		return cur, err
+	}
+	if cur.Pools, err = r.LB.ListPools(ctx, lbID); err != nil {
+		return cur, err
+	}
+	cur.Members = map[string][]openstack.Member{}
+	for _, p := range cur.Pools {
+		if cur.Members[p.ID], err = r.LB.ListMembers(ctx, p.ID); err != nil {
+			return cur, err
+		}
+	}
+	return cur, nil
+}
+
+func (r *Reconciler) apply(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, s octavia.Step) error {
+	log := klog.FromContext(ctx)
+	tags := r.owner(svc).Tags()
+	var err error
+	switch s.Kind {
+	case octavia.DeletePool:
+		err = openstack.IgnoreNotFound(r.LB.DeletePool(ctx, s.ID))
+	case octavia.DeleteListener:
+		err = openstack.IgnoreNotFound(r.LB.DeleteListener(ctx, s.ID))
+	case octavia.CreateListener:
+		_, err = r.LB.CreateListener(ctx, openstack.ListenerSpec{LoadBalancerID: lb.ID, Name: s.Listener.Name,
+			Protocol: s.Listener.Protocol, ProtocolPort: s.Listener.Port, Tags: tags})
+	case octavia.CreatePool:
+		_, err = r.LB.CreatePool(ctx, openstack.PoolSpec{ListenerID: s.ID, Name: s.Listener.Name, Protocol: s.Listener.Protocol,
+			LBAlgorithm: s.Listener.Algorithm, Tags: tags})
+	case octavia.ReplaceMembers:
+		err = r.LB.ReplaceMembers(ctx, s.ID, s.Listener.Members)
+		if err == nil {
+			r.event(svc, "MembersUpdated", "Update", "pool %s (%s %d): %d members", s.ID, s.Listener.Protocol, s.Listener.Port, len(s.Listener.Members))
+		}
+	}
+	if err == nil {
+		log.V(2).Info("Applied load balancer change", "step", s.Kind, "id", s.ID, "port", s.Listener.Port, "members", len(s.Listener.Members))
+	}
+	return err
+}
+
+// ensureFloatingIP makes the Service's floating IP match FloatingIP(): created with the wanted address,
+// associated with the VIP port, moved or released when that changes.
+func (r *Reconciler) ensureFloatingIP(ctx context.Context, svc *corev1.Service, vip openstack.Port) (*openstack.FloatingIP, error) {
+	c := r.Neutron.C
+	addr, want, ignored := FloatingIP(svc, c.ExternalSubnet)
+	for _, why := range ignored {
+		r.warn(svc, "ExternalIPIgnored", "choosing the floating IP", errors.New(why))
+	}
+	owner := r.owner(svc)
+	fips, err := r.Neutron.N.ListFloatingIPs(ctx, openstack.Filter{Tags: owner.Tags()[:3]})
+	if err != nil {
+		return nil, err
+	}
+	var keep *openstack.FloatingIP
+	for i := range fips {
+		f := &fips[i]
+		if want && keep == nil && (addr == "" || f.FloatingIP == addr) {
+			keep = f
+			continue
+		}
+		if err := openstack.IgnoreNotFound(r.Neutron.N.DeleteFloatingIP(ctx, f.ID)); err != nil {
+			return nil, err
+		}
+		r.event(svc, "FloatingIPReleased", "Delete", "floating IP %s released", f.FloatingIP)
+	}
+	if !want {
+		return nil, nil
+	}
+	if keep == nil {
+		if c.ExternalNetworkID == "" {
+			return nil, reconcile.TerminalError(errors.New("no external network configured"))
+		}
+		f, err := r.Neutron.N.CreateFloatingIP(ctx, openstack.FloatingIPSpec{FloatingNetworkID: c.ExternalNetworkID, FloatingIP: addr,
+			PortID: vip.ID, Description: "service " + svc.Namespace + "/" + svc.Name, Tags: owner.Tags()})
+		if err != nil {
+			return nil, err
+		}
+		r.event(svc, "FloatingIPCreated", "Create", "floating IP %s on VIP %s", f.FloatingIP, svc.Spec.ClusterIP)
+		return f, nil
+	}
+	if keep.PortID != vip.ID {
+		return r.Neutron.N.UpdateFloatingIPPort(ctx, keep.ID, vip.ID)
+	}
+	return keep, nil
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, svc *corev1.Service, fip *openstack.FloatingIP) error {
+	var ingress []corev1.LoadBalancerIngress
+	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && fip != nil {
+		ingress = []corev1.LoadBalancerIngress{{IP: fip.FloatingIP}}
+	}
+	cur := svc.Status.LoadBalancer.Ingress
+	if len(cur) == len(ingress) && (len(cur) == 0 || cur[0].IP == ingress[0].IP) {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": ingress}}})
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, svc, client.RawPatch(types.MergePatchType, body), client.FieldOwner(annotations.FieldManager)))
+}
+
+func (r *Reconciler) patchAnnotations(ctx context.Context, svc *corev1.Service, want map[string]*string) error {
+	changes := annotations.Changes(svc.Annotations, want)
+	if len(changes) == 0 {
+		return nil
+	}
+	body, err := annotations.MergePatch(changes)
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, svc, client.RawPatch(types.MergePatchType, body), client.FieldOwner(annotations.FieldManager)))
+}
+
+// teardown removes the floating IP, the load balancer (cascade) and, once Octavia has let go of it,
+// the VIP port. done is false while Octavia is still deleting.
+func (r *Reconciler) teardown(ctx context.Context, uid string) (done bool, err error) {
+	return Teardown(ctx, r.Neutron, r.LB, uid)
+}
+
+// Teardown deletes every OpenStack object of the service with this UID; the sweep uses it too.
+func Teardown(ctx context.Context, nm *neutron.Manager, lbc openstack.LoadBalancing, uid string) (bool, error) {
+	tags := ownership.Owner{Cluster: nm.C.ID, Kind: ownership.KindService, UID: uid}.Tags()
+	fips, err := nm.N.ListFloatingIPs(ctx, openstack.Filter{Tags: tags})
+	if err != nil {
+		return false, err
+	}
+	for _, f := range fips {
+		if err := openstack.IgnoreNotFound(nm.N.DeleteFloatingIP(ctx, f.ID)); err != nil {
+			return false, err
+		}
+	}
+	lbs, err := lbc.ListLoadBalancers(ctx, tags)
+	if err != nil {
+		return false, err
+	}
+	for _, lb := range lbs {
+		if lb.ProvisioningStatus == "PENDING_DELETE" {
+			continue
+		}
+		if err := openstack.IgnoreNotFound(lbc.DeleteLoadBalancer(ctx, lb.ID)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+			return false, err
+		}
+	}
+	if len(lbs) > 0 {
+		return false, nil
+	}
+	ports, err := nm.N.ListPorts(ctx, openstack.Filter{Tags: tags})
+	if err != nil {
+		return false, err
+	}
+	for _, p := range ports {
+		if err := openstack.IgnoreNotFound(nm.N.DeletePort(ctx, p.ID)); err != nil {
+			return false, err
+		}
+		nm.X.DropPort(p.ID)
+	}
+	return true, nil
+}
+
+// subnetFor finds the namespace subnet that holds a pod address.
+func (r *Reconciler) subnetFor(ip string) string {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ""
+	}
+	for _, nn := range r.Neutron.X.Networks() {
+		if nn.Subnet == nil {
+			continue
+		}
+		if p, err := netip.ParsePrefix(nn.Subnet.CIDR); err == nil && p.Contains(addr) {
+			return nn.Subnet.ID
+		}
+	}
+	return ""
+}
+
+func (r *Reconciler) setFinalizer(ctx context.Context, svc *corev1.Service, present bool) error {
+	if controllerutil.ContainsFinalizer(svc, annotations.ServiceFinalizer) == present {
+		return nil
+	}
+	orig := svc.DeepCopy()
+	if present {
+		controllerutil.AddFinalizer(svc, annotations.ServiceFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(svc, annotations.ServiceFinalizer)
+	}
+	err := r.Client.Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(annotations.FieldManager))
+	return client.IgnoreNotFound(err)
+}
+
+func (r *Reconciler) warn(svc *corev1.Service, reason, what string, err error) {
+	klog.Background().WithValues("service", klog.KObj(svc)).Info("Warning", "reason", reason, "what", what, "err", err.Error())
+	if r.Recorder != nil {
+		r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, reasonFor(reason, err), "Reconcile", "%s", controller.Message(what, err))
+	}
+}
+
+func reasonFor(reason string, err error) string {
+	var e *openstack.Error
+	if errors.As(err, &e) {
+		return controller.Reason(reason, err)
+	}
+	return reason
+}
+
+func (r *Reconciler) event(svc *corev1.Service, reason, action, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(svc, nil, corev1.EventTypeNormal, reason, action, format, args...)
+	}
+}

@@ -1,0 +1,109 @@
+package octavia
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// Listener is one desired listener with its pool and members.
+type Listener struct {
+	Name      string
+	Protocol  string
+	Port      int
+	Algorithm string
+	Members   []openstack.MemberSpec
+}
+
+// Key identifies a listener within a load balancer.
+func (l Listener) Key() string { return l.Protocol + ":" + strconv.Itoa(l.Port) }
+
+// SupportedProtocol maps a Service port protocol to Octavia's; ok is false for what Octavia cannot serve.
+func SupportedProtocol(p corev1.Protocol) (string, bool) {
+	switch p {
+	case corev1.ProtocolTCP, "":
+		return "TCP", true
+	case corev1.ProtocolUDP:
+		return "UDP", true
+	case corev1.ProtocolSCTP:
+		return "SCTP", true
+	}
+	return "", false
+}
+
+// Desired returns the listeners a Service needs, and a problem description for each port that cannot be
+// served. subnetFor names the Neutron subnet of a member address ("" lets Octavia use the VIP subnet).
+func Desired(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSlice, subnetFor func(ip string) string) ([]Listener, []string) {
+	algorithm := "ROUND_ROBIN"
+	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		algorithm = "SOURCE_IP"
+	}
+	var out []Listener
+	var problems []string
+	for _, sp := range svc.Spec.Ports {
+		proto, ok := SupportedProtocol(sp.Protocol)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("port %d: protocol %s is not supported by Octavia", sp.Port, sp.Protocol))
+			continue
+		}
+		l := Listener{Name: listenerName(svc, sp), Protocol: proto, Port: int(sp.Port), Algorithm: algorithm}
+		l.Members = members(endpointSlices, sp, subnetFor)
+		out = append(out, l)
+	}
+	return out, problems
+}
+
+func listenerName(svc *corev1.Service, sp corev1.ServicePort) string {
+	name := svc.Namespace + "/" + svc.Name + ":" + strconv.Itoa(int(sp.Port))
+	if len(name) > 255 {
+		name = name[:255]
+	}
+	return name
+}
+
+// members lists ready endpoints for one service port, sorted and without duplicates.
+func members(endpointSlices []discoveryv1.EndpointSlice, sp corev1.ServicePort, subnetFor func(string) string) []openstack.MemberSpec {
+	seen := map[string]bool{}
+	var out []openstack.MemberSpec
+	for _, es := range endpointSlices {
+		if es.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		port := -1
+		for _, p := range es.Ports {
+			if p.Name != nil && *p.Name == sp.Name && p.Port != nil {
+				port = int(*p.Port)
+			}
+		}
+		if port < 0 {
+			continue
+		}
+		for _, ep := range es.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			for _, addr := range ep.Addresses {
+				key := addr + ":" + strconv.Itoa(port)
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				m := openstack.MemberSpec{Address: addr, ProtocolPort: port, SubnetID: subnetFor(addr)}
+				if ep.TargetRef != nil {
+					m.Name = ep.TargetRef.Name
+				}
+				out = append(out, m)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b openstack.MemberSpec) int {
+		return strings.Compare(a.Address+":"+strconv.Itoa(a.ProtocolPort), b.Address+":"+strconv.Itoa(b.ProtocolPort))
+	})
+	return out
+}

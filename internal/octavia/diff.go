@@ -1,0 +1,108 @@
+package octavia
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// StepKind is one kind of change to a load balancer.
+type StepKind string
+
+// The changes a plan is made of, in the order they must run.
+const (
+	DeletePool     StepKind = "DeletePool"
+	DeleteListener StepKind = "DeleteListener"
+	CreateListener StepKind = "CreateListener"
+	CreatePool     StepKind = "CreatePool"
+	ReplaceMembers StepKind = "ReplaceMembers"
+)
+
+// Step is one Octavia write. Octavia locks a load balancer while it applies a change, so a plan runs
+// one step at a time, each after the load balancer is ACTIVE again.
+type Step struct {
+	Kind     StepKind
+	ID       string // the pool or listener to delete, the listener of a new pool, the pool of members
+	Listener Listener
+}
+
+// Current is what Octavia reports for a load balancer.
+type Current struct {
+	Listeners []openstack.Listener
+	Pools     []openstack.Pool
+	Members   map[string][]openstack.Member // by pool ID
+}
+
+// Plan returns the steps that take cur to want, deletions first; it is empty when they match.
+func Plan(want []Listener, cur Current) []Step {
+	wantBy := map[string]Listener{}
+	for _, l := range want {
+		wantBy[l.Key()] = l
+	}
+	listenerBy := map[string]openstack.Listener{}
+	for _, l := range cur.Listeners {
+		listenerBy[l.Protocol+":"+strconv.Itoa(l.ProtocolPort)] = l
+	}
+	poolOf := map[string]openstack.Pool{} // by listener ID
+	var steps []Step
+	for _, p := range cur.Pools {
+		l, ok := listenerOfPool(p, cur.Listeners)
+		w, wanted := wantBy[l.Protocol+":"+strconv.Itoa(l.ProtocolPort)]
+		if !ok || !wanted || p.LBAlgorithm != w.Algorithm || p.Protocol != w.Protocol {
+			steps = append(steps, Step{Kind: DeletePool, ID: p.ID})
+			continue
+		}
+		poolOf[l.ID] = p
+	}
+	for key, l := range listenerBy {
+		if _, ok := wantBy[key]; !ok {
+			steps = append(steps, Step{Kind: DeleteListener, ID: l.ID})
+		}
+	}
+	for _, w := range want {
+		l, ok := listenerBy[w.Key()]
+		if !ok {
+			steps = append(steps, Step{Kind: CreateListener, Listener: w})
+			continue
+		}
+		p, ok := poolOf[l.ID]
+		if !ok {
+			steps = append(steps, Step{Kind: CreatePool, ID: l.ID, Listener: w})
+			continue
+		}
+		if !sameMembers(cur.Members[p.ID], w.Members) {
+			steps = append(steps, Step{Kind: ReplaceMembers, ID: p.ID, Listener: w})
+		}
+	}
+	return steps
+}
+
+func listenerOfPool(p openstack.Pool, ls []openstack.Listener) (openstack.Listener, bool) {
+	for _, l := range ls {
+		if l.ID == p.ListenerID || (l.DefaultPoolID != "" && l.DefaultPoolID == p.ID) {
+			return l, true
+		}
+	}
+	return openstack.Listener{}, false
+}
+
+func sameMembers(cur []openstack.Member, want []openstack.MemberSpec) bool {
+	if len(cur) != len(want) {
+		return false
+	}
+	key := func(addr string, port int, subnet string) string {
+		return addr + ":" + strconv.Itoa(port) + "@" + subnet
+	}
+	a := make([]string, 0, len(cur))
+	for _, m := range cur {
+		a = append(a, key(m.Address, m.ProtocolPort, m.SubnetID))
+	}
+	b := make([]string, 0, len(want))
+	for _, m := range want {
+		b = append(b, key(m.Address, m.ProtocolPort, m.SubnetID))
+	}
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}

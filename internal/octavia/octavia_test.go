@@ -1,0 +1,117 @@
+package octavia
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func service(affinity corev1.ServiceAffinity, ports ...corev1.ServicePort) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "demo"},
+		Spec:       corev1.ServiceSpec{Ports: ports, SessionAffinity: affinity, ClusterIP: "10.0.0.10"},
+	}
+}
+
+func slice(portName string, port int32, eps ...discoveryv1.Endpoint) discoveryv1.EndpointSlice {
+	return discoveryv1.EndpointSlice{
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr(portName), Port: ptr(port)}},
+		Endpoints:   eps,
+	}
+}
+
+func ep(ip string, ready bool) discoveryv1.Endpoint {
+	return discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(ready)}}
+}
+
+func subnet(string) string { return "sub" }
+
+func TestDesired(t *testing.T) {
+	cases := []struct {
+		name     string
+		svc      *corev1.Service
+		slices   []discoveryv1.EndpointSlice
+		want     []Listener
+		problems int
+	}{
+		{
+			name:   "one port gives one TCP listener with the ready endpoints as members",
+			svc:    service("", corev1.ServicePort{Port: 80, Protocol: corev1.ProtocolTCP}),
+			slices: []discoveryv1.EndpointSlice{slice("", 8080, ep("10.244.0.3", true), ep("10.244.0.2", true), ep("10.244.0.9", false))},
+			want: []Listener{{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "ROUND_ROBIN", Members: []openstack.MemberSpec{
+				{Address: "10.244.0.2", ProtocolPort: 8080, SubnetID: "sub"}, {Address: "10.244.0.3", ProtocolPort: 8080, SubnetID: "sub"},
+			}}},
+		},
+		{
+			name: "ClientIP affinity selects SOURCE_IP and named ports match by name",
+			svc: service(corev1.ServiceAffinityClientIP,
+				corev1.ServicePort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP},
+				corev1.ServicePort{Name: "web", Port: 80, Protocol: corev1.ProtocolTCP}),
+			slices: []discoveryv1.EndpointSlice{slice("dns", 5353, ep("10.244.0.2", true)), slice("web", 8080, ep("10.244.0.2", true))},
+			want: []Listener{
+				{Name: "ns/demo:53", Protocol: "UDP", Port: 53, Algorithm: "SOURCE_IP", Members: []openstack.MemberSpec{{Address: "10.244.0.2", ProtocolPort: 5353, SubnetID: "sub"}}},
+				{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP", Members: []openstack.MemberSpec{{Address: "10.244.0.2", ProtocolPort: 8080, SubnetID: "sub"}}},
+			},
+		},
+		{
+			name:     "an unsupported protocol is reported and the other ports still served",
+			svc:      service("", corev1.ServicePort{Port: 80, Protocol: "HTTP3"}, corev1.ServicePort{Name: "b", Port: 81}),
+			want:     []Listener{{Name: "ns/demo:81", Protocol: "TCP", Port: 81, Algorithm: "ROUND_ROBIN"}},
+			problems: 1,
+		},
+		{
+			name:   "an endpoint listed in two slices is one member",
+			svc:    service("", corev1.ServicePort{Port: 80}),
+			slices: []discoveryv1.EndpointSlice{slice("", 80, ep("10.244.0.2", true)), slice("", 80, ep("10.244.0.2", true))},
+			want:   []Listener{{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "ROUND_ROBIN", Members: []openstack.MemberSpec{{Address: "10.244.0.2", ProtocolPort: 80, SubnetID: "sub"}}}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, problems := Desired(tc.svc, tc.slices, subnet)
+			if !reflect.DeepEqual(got, tc.want) || len(problems) != tc.problems {
+				t.Fatalf("Desired = %+v, %v\nwant %+v with %d problems", got, problems, tc.want, tc.problems)
+			}
+		})
+	}
+}
+
+func TestPlan(t *testing.T) {
+	web := Listener{Protocol: "TCP", Port: 80, Algorithm: "ROUND_ROBIN", Members: []openstack.MemberSpec{{Address: "10.244.0.2", ProtocolPort: 80, SubnetID: "s"}}}
+	l80 := openstack.Listener{ID: "l80", Protocol: "TCP", ProtocolPort: 80}
+	p80 := openstack.Pool{ID: "p80", ListenerID: "l80", Protocol: "TCP", LBAlgorithm: "ROUND_ROBIN"}
+	cases := []struct {
+		name string
+		want []Listener
+		cur  Current
+		plan []StepKind
+	}{
+		{"an empty load balancer gets a listener first", []Listener{web}, Current{}, []StepKind{CreateListener}},
+		{"a listener without pool gets its pool", []Listener{web}, Current{Listeners: []openstack.Listener{l80}}, []StepKind{CreatePool}},
+		{"a pool without the members gets them in one batch", []Listener{web}, Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{p80}}, []StepKind{ReplaceMembers}},
+		{"everything in place is no step", []Listener{web}, Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{p80},
+			Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.2", ProtocolPort: 80, SubnetID: "s"}}}}, nil},
+		{"a removed port loses its pool, then its listener", nil, Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{p80}}, []StepKind{DeletePool, DeleteListener}},
+		{"a changed algorithm replaces the pool", []Listener{{Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP"}},
+			Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{p80}}, []StepKind{DeletePool, CreatePool}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []StepKind
+			for _, s := range Plan(tc.want, tc.cur) {
+				got = append(got, s.Kind)
+			}
+			if !reflect.DeepEqual(got, tc.plan) {
+				t.Fatalf("Plan = %v, want %v", got, tc.plan)
+			}
+		})
+	}
+}
