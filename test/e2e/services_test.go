@@ -313,5 +313,4 @@ func clusterPortsIn(t testing.TB, ns string) []openstack.Port {
 	return out
 }
 
-
 func intOrString(port int) intstr.IntOrString { return intstr.FromInt32(int32(port)) }
