@@ -1,0 +1,193 @@
+package pod
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/internal/config"
+	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/openstack/fake"
+)
+
+type world struct {
+	r        *Reconciler
+	n        *fake.Neutron
+	c        client.Client
+	recorder *events.FakeRecorder
+}
+
+func newWorld(t *testing.T, objs ...client.Object) *world {
+	t.Helper()
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	cl, err := neutron.EnsureCluster(ctx, n, "c1", config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16", PodSubnetPrefixLength: 24}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &neutron.Manager{N: n, C: cl, X: neutron.NewIndex()}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", UID: "ns-uid"}}
+	if _, err := m.EnsureNamespace(ctx, "ns-uid", "ns"); err != nil {
+		t.Fatal(err)
+	}
+	c := crfake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(append(objs, ns)...).
+		WithIndex(&corev1.Pod{}, UIDField, func(o client.Object) []string { return []string{string(o.GetUID())} }).Build()
+	gate := controller.NewGate()
+	gate.Open()
+	rec := events.NewFakeRecorder(10)
+	return &world{r: &Reconciler{Client: c, Neutron: m, Gate: gate, Recorder: rec}, n: n, c: c, recorder: rec}
+}
+
+func pod(name, uid string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid)}}
+	for _, f := range mutate {
+		f(p)
+	}
+	return p
+}
+
+func (w *world) reconcile(t *testing.T, name string) error {
+	t.Helper()
+	_, err := w.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}})
+	return err
+}
+
+func (w *world) ports(uid string) []openstack.Port {
+	var out []openstack.Port
+	for _, p := range w.n.Ports {
+		if p.DeviceID == uid {
+			out = append(out, *p)
+		}
+	}
+	return out
+}
+
+func (w *world) annotation(t *testing.T, name string) *annotations.Port {
+	t.Helper()
+	var p corev1.Pod
+	if err := w.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, &p); err != nil {
+		t.Fatal(err)
+	}
+	var a annotations.Port
+	if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &a); !ok || err != nil {
+		return nil
+	}
+	return &a
+}
+
+func TestReconcile(t *testing.T) {
+	cases := []struct {
+		name       string
+		pod        *corev1.Pod
+		prepare    func(t *testing.T, w *world)
+		wantErr    bool
+		wantPorts  int
+		wantAnno   bool
+		wantReason string
+	}{
+		{name: "a new pod gets one port and the annotation names it", pod: pod("web", "u1"), wantPorts: 1, wantAnno: true},
+		{name: "a hostNetwork pod gets nothing", pod: pod("host", "u1", func(p *corev1.Pod) { p.Spec.HostNetwork = true })},
+		{name: "a finished pod releases its port and its annotations", pod: pod("done", "u1"),
+			prepare: func(t *testing.T, w *world) {
+				if err := w.reconcile(t, "done"); err != nil {
+					t.Fatal(err)
+				}
+				var p corev1.Pod
+				_ = w.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "done"}, &p)
+				p.Status.Phase = corev1.PodSucceeded
+				if err := w.c.Status().Update(context.Background(), &p); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "a quota error is a Warning event and an error for the retry", pod: pod("web", "u1"),
+			prepare: func(t *testing.T, w *world) {
+				w.n.Fail("CreatePort", 1, openstack.NewError("neutron port create", openstack.KindQuota, 409, "Quota exceeded for resources: ['port']"))
+			},
+			wantErr: true, wantReason: "PortCreateQuotaExceeded"},
+		{name: "a user's edit of the annotation is put right", pod: pod("web", "u1"), wantPorts: 1, wantAnno: true,
+			prepare: func(t *testing.T, w *world) {
+				if err := w.reconcile(t, "web"); err != nil {
+					t.Fatal(err)
+				}
+				patch := []byte(`{"metadata":{"annotations":{"kuryr.org/neutron-port":"{\"id\":"}}}`)
+				var p corev1.Pod
+				_ = w.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "web"}, &p)
+				if err := w.c.Patch(context.Background(), &p, client.RawPatch(types.MergePatchType, patch)); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, tc.pod)
+			if tc.prepare != nil {
+				tc.prepare(t, w)
+			}
+			err := w.reconcile(t, tc.pod.Name)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Reconcile = %v, wantErr %v", err, tc.wantErr)
+			}
+			ports := w.ports(string(tc.pod.UID))
+			if len(ports) != tc.wantPorts {
+				t.Fatalf("%d ports, want %d", len(ports), tc.wantPorts)
+			}
+			a := w.annotation(t, tc.pod.Name)
+			if (a != nil) != tc.wantAnno {
+				t.Fatalf("annotation present = %v, want %v", a != nil, tc.wantAnno)
+			}
+			if a != nil && (a.ID != ports[0].ID || a.MACAddress != ports[0].MACAddress || a.FixedIPs[0].IPAddress != ports[0].FixedIPs[0].IPAddress) {
+				t.Fatalf("annotation %+v does not match port %+v", a, ports[0])
+			}
+			if tc.wantReason != "" {
+				select {
+				case ev := <-w.recorder.Events:
+					if !strings.Contains(ev, "Warning "+tc.wantReason) {
+						t.Fatalf("event %q, want a Warning %s", ev, tc.wantReason)
+					}
+				default:
+					t.Fatal("no event recorded")
+				}
+			}
+		})
+	}
+}
+
+func TestDeletedPodLosesItsPortAndSyncedPodCostsNothing(t *testing.T) {
+	w := newWorld(t, pod("a", "ua"), pod("b", "ub"))
+	for _, name := range []string{"a", "b"} {
+		if err := w.reconcile(t, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := w.n.Writes
+	if err := w.reconcile(t, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if w.n.Writes != calls {
+		t.Fatalf("a reconcile of a pod in sync made %d Neutron writes", w.n.Writes-calls)
+	}
+	if err := w.c.Delete(context.Background(), pod("a", "ua")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.reconcile(t, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.ports("ua")) != 0 {
+		t.Fatal("the deleted pod's port is still there")
+	}
+	if len(w.ports("ub")) != 1 {
+		t.Fatal("the other pod lost its port")
+	}
+}

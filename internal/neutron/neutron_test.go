@@ -1,0 +1,179 @@
+package neutron
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/raven-net/raven/internal/config"
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/openstack/fake"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+func setup(t *testing.T, n *fake.Neutron) *Manager {
+	t.Helper()
+	ctx := context.Background()
+	c, err := EnsureCluster(ctx, n, "c1", config.Neutron{
+		ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16", PodSubnetPrefixLength: 24, ServiceSubnetCIDR: "10.0.0.0/24",
+	}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{N: n, C: c, X: NewIndex()}
+	snap, err := List(ctx, n, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.X.Replace("c1", snap)
+	return m
+}
+
+func TestEnsureClusterIsIdempotent(t *testing.T) {
+	n := fake.NewNeutron()
+	first := setup(t, n)
+	writes := n.Writes
+	second := setup(t, n)
+	if n.Writes != writes {
+		t.Fatalf("a second EnsureCluster made %d writes, want 0", n.Writes-writes)
+	}
+	if first.C.ServiceSubnet.ID != second.C.ServiceSubnet.ID || first.C.RouterID != second.C.RouterID || first.C.SubnetPoolID != second.C.SubnetPoolID {
+		t.Fatal("a second EnsureCluster found other objects than the first made")
+	}
+	if gw := first.C.ServiceSubnet.GatewayIP; gw != "10.0.0.254" {
+		t.Fatalf("service gateway %s, want the last usable address so that clusterIPs stay free", gw)
+	}
+}
+
+func TestEnsureNamespaceAndPort(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		// prepare runs before the pod's port is ensured.
+		prepare func(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet)
+		// wantPorts is the number of ports of the pod afterwards.
+		wantPorts int
+		wantErr   openstack.Kind
+	}{
+		{name: "a new pod gets one port", wantPorts: 1},
+		{
+			name: "a port left by a crash before the index knew it is adopted, not duplicated",
+			prepare: func(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet) {
+				owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: "uid-1", Name: "ns/p"}
+				if _, err := n.CreatePort(ctx, openstack.PortSpec{Name: "p", NetworkID: nn.Network.ID, DeviceID: "uid-1", DeviceOwner: DeviceOwner, Tags: owner.Tags()}); err != nil {
+					t.Fatal(err)
+				}
+				snap, _ := List(ctx, n, m.C)
+				m.X.Replace("c1", snap)
+			},
+			wantPorts: 1,
+		},
+		{
+			name: "two ports of one pod (a duplicate) become one",
+			prepare: func(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet) {
+				owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: "uid-1", Name: "ns/p"}
+				for range 2 {
+					if _, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: nn.Network.ID, DeviceID: "uid-1", Tags: owner.Tags()}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				snap, _ := List(ctx, n, m.C)
+				m.X.Replace("c1", snap)
+			},
+			wantPorts: 1,
+		},
+		{
+			name: "without tags on create, an untagged port of the pod is found by device_id and tagged",
+			prepare: func(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet) {
+				n.Caps.TagsOnPortCreate = false
+				m.C.Caps.TagsOnPortCreate = false
+				if _, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: nn.Network.ID, DeviceID: "uid-1", DeviceOwner: DeviceOwner}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantPorts: 1,
+		},
+		{
+			name: "a quota error is returned classified, and nothing is left behind",
+			prepare: func(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet) {
+				n.Fail("CreatePort", 1, openstack.NewError("neutron port create", openstack.KindQuota, 409, "OverQuota"))
+			},
+			wantPorts: 0,
+			wantErr:   openstack.KindQuota,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := fake.NewNeutron()
+			m := setup(t, n)
+			nn, err := m.EnsureNamespace(ctx, "ns-uid", "ns")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.prepare != nil {
+				tc.prepare(t, n, m, nn)
+			}
+			port, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}, nn)
+			if got := openstack.KindOf(err); (err != nil || tc.wantErr != "") && got != tc.wantErr {
+				t.Fatalf("err = %v (%s), want kind %q", err, got, tc.wantErr)
+			}
+			var mine []openstack.Port
+			for _, p := range n.Ports {
+				if p.DeviceID == "uid-1" {
+					mine = append(mine, *p)
+				}
+			}
+			if len(mine) != tc.wantPorts {
+				t.Fatalf("%d ports for the pod in Neutron, want %d", len(mine), tc.wantPorts)
+			}
+			if tc.wantPorts == 1 {
+				if mine[0].ID != port.ID || !ownership.Owns("c1", mine[0].Tags) {
+					t.Fatalf("returned port %s, Neutron has %s with tags %v", port.ID, mine[0].ID, mine[0].Tags)
+				}
+			}
+		})
+	}
+}
+
+func TestDeleteNamespace(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m := setup(t, n)
+	nn, err := m.EnsureNamespace(ctx, "ns-uid", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}, nn); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.DeleteNamespace(ctx, "ns-uid"); !errors.Is(err, ErrPortsRemain) {
+		t.Fatalf("with a pod port left, DeleteNamespace = %v, want ErrPortsRemain", err)
+	}
+	if _, err := m.ReleasePorts(ctx, "uid-1"); err != nil {
+		t.Fatal(err)
+	}
+	// A user's own port on the network is not Raven's to delete: the network stays, with a clear error.
+	userPort, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: nn.Network.ID, Name: "mine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.DeleteNamespace(ctx, "ns-uid"); openstack.KindOf(err) != openstack.KindConflict {
+		t.Fatalf("with a user's port on the network, DeleteNamespace = %v, want a conflict", err)
+	}
+	if _, ok := n.Ports[userPort.ID]; !ok {
+		t.Fatal("Raven deleted a port it does not own")
+	}
+	delete(n.Ports, userPort.ID)
+	if err := m.DeleteNamespace(ctx, "ns-uid"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := n.Nets[nn.Network.ID]; ok {
+		t.Fatal("network still there")
+	}
+	if _, ok := n.Subnets[nn.Subnet.ID]; ok {
+		t.Fatal("subnet still there")
+	}
+	if m.X.Network("ns-uid") != nil {
+		t.Fatal("index still has the network")
+	}
+}

@@ -1,0 +1,590 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// Neutron is an in-memory openstack.Networking.
+type Neutron struct {
+	mu      sync.Mutex
+	seq     int
+	Caps    openstack.Capabilities
+	Nets    map[string]*openstack.Network
+	Subnets map[string]*openstack.Subnet
+	Pools   map[string]*openstack.SubnetPool
+	Routers map[string]*openstack.Router
+	Ports   map[string]*openstack.Port
+	FIPs    map[string]*openstack.FloatingIP
+	// Interfaces maps router ID to attached subnet IDs.
+	Interfaces map[string][]string
+	// Calls counts calls by method name; Writes counts the ones that change something.
+	Calls  map[string]int
+	Writes int
+	// Faults makes the named method fail with the error, Times times (forever when Times < 0).
+	Faults map[string]*Fault
+	// Now is the clock for created_at.
+	Now func() time.Time
+	// nextPoolPrefix hands out subnet pool prefixes.
+	nextPoolPrefix map[string]int
+}
+
+// Fault is an injected failure.
+type Fault struct {
+	Err   error
+	Times int
+}
+
+// NewNeutron returns an empty Neutron with an external network "public".
+func NewNeutron() *Neutron {
+	n := &Neutron{
+		Caps: openstack.Capabilities{TagsOnPortCreate: true},
+		Nets: map[string]*openstack.Network{}, Subnets: map[string]*openstack.Subnet{}, Pools: map[string]*openstack.SubnetPool{},
+		Routers: map[string]*openstack.Router{}, Ports: map[string]*openstack.Port{}, FIPs: map[string]*openstack.FloatingIP{},
+		Interfaces: map[string][]string{}, Calls: map[string]int{}, Faults: map[string]*Fault{}, Now: time.Now,
+		nextPoolPrefix: map[string]int{},
+	}
+	n.Nets["public"] = &openstack.Network{ID: "public", Name: "public", External: true, Status: "ACTIVE"}
+	return n
+}
+
+// Fail makes method fail times times with err.
+func (n *Neutron) Fail(method string, times int, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.Faults[method] = &Fault{Err: err, Times: times}
+}
+
+func (n *Neutron) enter(method string, write bool) error {
+	n.Calls[method]++
+	if write {
+		n.Writes++
+	}
+	if f := n.Faults[method]; f != nil && f.Times != 0 {
+		if f.Times > 0 {
+			f.Times--
+		}
+		return f.Err
+	}
+	return nil
+}
+
+func (n *Neutron) id(prefix string) string {
+	n.seq++
+	return fmt.Sprintf("%s-%04d-0000-0000-0000-000000000000", prefix, n.seq)
+}
+
+func notFound(what string) error {
+	return openstack.NewError("fake "+what, openstack.KindNotFound, 404, what+" not found")
+}
+
+func match(f openstack.Filter, tags []string, network, device, name string) bool {
+	for _, t := range f.Tags {
+		if !slices.Contains(tags, t) {
+			return false
+		}
+	}
+	return (f.NetworkID == "" || f.NetworkID == network) && (f.DeviceID == "" || f.DeviceID == device) && (f.Name == "" || f.Name == name)
+}
+
+// Capabilities implements openstack.Networking.
+func (n *Neutron) Capabilities(context.Context) (openstack.Capabilities, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.Caps, n.enter("Capabilities", false)
+}
+
+// ListNetworks implements openstack.Networking.
+func (n *Neutron) ListNetworks(_ context.Context, f openstack.Filter) ([]openstack.Network, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("ListNetworks", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.Network
+	for _, x := range n.Nets {
+		if match(f, x.Tags, "", "", x.Name) {
+			out = append(out, *x)
+		}
+	}
+	return out, nil
+}
+
+// GetNetwork implements openstack.Networking.
+func (n *Neutron) GetNetwork(_ context.Context, id string) (*openstack.Network, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("GetNetwork", false); err != nil {
+		return nil, err
+	}
+	if x, ok := n.Nets[id]; ok {
+		c := *x
+		return &c, nil
+	}
+	return nil, notFound("network")
+}
+
+// CreateNetwork implements openstack.Networking.
+func (n *Neutron) CreateNetwork(_ context.Context, name string, tags []string) (*openstack.Network, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("CreateNetwork", true); err != nil {
+		return nil, err
+	}
+	x := &openstack.Network{ID: n.id("net"), Name: name, Status: "ACTIVE", Tags: slices.Clone(tags), CreatedAt: n.Now()}
+	n.Nets[x.ID] = x
+	c := *x
+	return &c, nil
+}
+
+// DeleteNetwork implements openstack.Networking: it fails with a conflict while ports remain.
+func (n *Neutron) DeleteNetwork(_ context.Context, id string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("DeleteNetwork", true); err != nil {
+		return err
+	}
+	if _, ok := n.Nets[id]; !ok {
+		return notFound("network")
+	}
+	for _, p := range n.Ports {
+		if p.NetworkID == id {
+			return openstack.NewError("fake network delete", openstack.KindConflict, 409, "NetworkInUse")
+		}
+	}
+	for sid, s := range n.Subnets {
+		if s.NetworkID == id {
+			delete(n.Subnets, sid)
+		}
+	}
+	delete(n.Nets, id)
+	return nil
+}
+
+// ListSubnets implements openstack.Networking.
+func (n *Neutron) ListSubnets(_ context.Context, f openstack.Filter) ([]openstack.Subnet, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("ListSubnets", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.Subnet
+	for _, x := range n.Subnets {
+		if match(f, x.Tags, x.NetworkID, "", x.Name) {
+			out = append(out, *x)
+		}
+	}
+	return out, nil
+}
+
+// CreateSubnet implements openstack.Networking, allocating from a subnet pool when asked.
+func (n *Neutron) CreateSubnet(_ context.Context, s openstack.SubnetSpec) (*openstack.Subnet, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("CreateSubnet", true); err != nil {
+		return nil, err
+	}
+	cidr := s.CIDR
+	if s.SubnetPoolID != "" {
+		pool, ok := n.Pools[s.SubnetPoolID]
+		if !ok {
+			return nil, notFound("subnetpool")
+		}
+		base := netip.MustParsePrefix(pool.Prefixes[0])
+		i := n.nextPoolPrefix[pool.ID]
+		if s.PrefixLength-base.Bits() < 31 && i >= 1<<(s.PrefixLength-base.Bits()) {
+			return nil, openstack.NewError("fake subnet create", openstack.KindExhausted, 409, "SubnetAllocationError")
+		}
+		n.nextPoolPrefix[pool.ID] = i + 1
+		a := base.Addr().As4()
+		v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+		v += uint32(i) << (32 - s.PrefixLength)
+		cidr = netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), s.PrefixLength).String()
+	}
+	p := netip.MustParsePrefix(cidr)
+	gw := p.Addr().Next()
+	x := &openstack.Subnet{ID: n.id("sub"), Name: s.Name, NetworkID: s.NetworkID, CIDR: cidr, GatewayIP: gw.String(), IPVersion: 4,
+		AllocationPools: []openstack.AllocationPool{{Start: gw.Next().String(), End: lastAddr(p).Prev().String()}},
+		SubnetPoolID:    s.SubnetPoolID, Tags: slices.Clone(s.Tags), CreatedAt: n.Now()}
+	if s.GatewayIP != "" {
+		x.GatewayIP = s.GatewayIP
+	}
+	n.Subnets[x.ID] = x
+	c := *x
+	return &c, nil
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Addr().As4()
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	v |= (1 << (32 - p.Bits())) - 1
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// DeleteSubnet implements openstack.Networking.
+func (n *Neutron) DeleteSubnet(_ context.Context, id string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("DeleteSubnet", true); err != nil {
+		return err
+	}
+	if _, ok := n.Subnets[id]; !ok {
+		return notFound("subnet")
+	}
+	for _, subs := range n.Interfaces {
+		if slices.Contains(subs, id) {
+			return openstack.NewError("fake subnet delete", openstack.KindConflict, 409, "SubnetInUse")
+		}
+	}
+	delete(n.Subnets, id)
+	return nil
+}
+
+// ListSubnetPools implements openstack.Networking.
+func (n *Neutron) ListSubnetPools(_ context.Context, f openstack.Filter) ([]openstack.SubnetPool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("ListSubnetPools", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.SubnetPool
+	for _, x := range n.Pools {
+		if match(f, x.Tags, "", "", x.Name) {
+			out = append(out, *x)
+		}
+	}
+	return out, nil
+}
+
+// CreateSubnetPool implements openstack.Networking.
+func (n *Neutron) CreateSubnetPool(_ context.Context, name string, prefixes []string, _ int, tags []string) (*openstack.SubnetPool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("CreateSubnetPool", true); err != nil {
+		return nil, err
+	}
+	x := &openstack.SubnetPool{ID: n.id("pool"), Name: name, Prefixes: prefixes, Tags: slices.Clone(tags)}
+	n.Pools[x.ID] = x
+	c := *x
+	return &c, nil
+}
+
+// ListRouters implements openstack.Networking.
+func (n *Neutron) ListRouters(_ context.Context, f openstack.Filter) ([]openstack.Router, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("ListRouters", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.Router
+	for _, x := range n.Routers {
+		if match(f, x.Tags, "", "", x.Name) {
+			out = append(out, *x)
+		}
+	}
+	return out, nil
+}
+
+// CreateRouter implements openstack.Networking.
+func (n *Neutron) CreateRouter(_ context.Context, name, gw string, tags []string) (*openstack.Router, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("CreateRouter", true); err != nil {
+		return nil, err
+	}
+	x := &openstack.Router{ID: n.id("router"), Name: name, GatewayNetworkID: gw, Tags: slices.Clone(tags)}
+	n.Routers[x.ID] = x
+	c := *x
+	return &c, nil
+}
+
+// DeleteRouter implements openstack.Networking.
+func (n *Neutron) DeleteRouter(_ context.Context, id string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("DeleteRouter", true); err != nil {
+		return err
+	}
+	delete(n.Routers, id)
+	return nil
+}
+
+// AddRouterInterface implements openstack.Networking; a second attach is a 400 as in Neutron.
+func (n *Neutron) AddRouterInterface(_ context.Context, routerID, subnetID string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("AddRouterInterface", true); err != nil {
+		return err
+	}
+	if slices.Contains(n.Interfaces[routerID], subnetID) {
+		return openstack.NewError("fake add interface", openstack.KindBadRequest, 400, "Router already has a port on subnet")
+	}
+	n.Interfaces[routerID] = append(n.Interfaces[routerID], subnetID)
+	return nil
+}
+
+// RemoveRouterInterface implements openstack.Networking.
+func (n *Neutron) RemoveRouterInterface(_ context.Context, routerID, subnetID string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("RemoveRouterInterface", true); err != nil {
+		return err
+	}
+	if !slices.Contains(n.Interfaces[routerID], subnetID) {
+		return notFound("router interface")
+	}
+	n.Interfaces[routerID] = slices.DeleteFunc(n.Interfaces[routerID], func(s string) bool { return s == subnetID })
+	return nil
+}
+
+// ListPorts implements openstack.Networking. Router interfaces are listed as ports with the router as device.
+func (n *Neutron) ListPorts(_ context.Context, f openstack.Filter) ([]openstack.Port, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("ListPorts", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.Port
+	for _, x := range n.Ports {
+		if match(f, x.Tags, x.NetworkID, x.DeviceID, x.Name) {
+			out = append(out, *x)
+		}
+	}
+	if f.DeviceID != "" {
+		for _, sid := range n.Interfaces[f.DeviceID] {
+			out = append(out, openstack.Port{ID: "if-" + sid, DeviceID: f.DeviceID, DeviceOwner: "network:router_interface",
+				FixedIPs: []openstack.FixedIP{{SubnetID: sid}}})
+		}
+	}
+	return out, nil
+}
+
+// GetPort implements openstack.Networking.
+func (n *Neutron) GetPort(_ context.Context, id string) (*openstack.Port, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("GetPort", false); err != nil {
+		return nil, err
+	}
+	if x, ok := n.Ports[id]; ok {
+		c := *x
+		return &c, nil
+	}
+	return nil, notFound("port")
+}
+
+func (n *Neutron) createPortLocked(s openstack.PortSpec) (*openstack.Port, error) {
+	if _, ok := n.Nets[s.NetworkID]; !ok {
+		return nil, notFound("network")
+	}
+	var sub *openstack.Subnet
+	for _, x := range n.Subnets {
+		if x.NetworkID == s.NetworkID && (s.SubnetID == "" || x.ID == s.SubnetID) {
+			sub = x
+		}
+	}
+	var ips []openstack.FixedIP
+	if sub != nil {
+		ip := s.IPAddress
+		if ip == "" {
+			used := map[string]bool{}
+			for _, p := range n.Ports {
+				for _, f := range p.FixedIPs {
+					used[f.IPAddress] = true
+				}
+			}
+			pool := sub.AllocationPools[0]
+			end := netip.MustParseAddr(pool.End)
+			for a := netip.MustParseAddr(pool.Start); a.Compare(end) <= 0; a = a.Next() {
+				if !used[a.String()] {
+					ip = a.String()
+					break
+				}
+			}
+			if ip == "" {
+				return nil, openstack.NewError("fake port create", openstack.KindExhausted, 409, "IpAddressGenerationFailure")
+			}
+		}
+		ips = []openstack.FixedIP{{SubnetID: sub.ID, IPAddress: ip}}
+	}
+	n.seq++
+	x := &openstack.Port{ID: n.id("port"), Name: s.Name, NetworkID: s.NetworkID, MACAddress: fmt.Sprintf("fa:16:3e:00:%02x:%02x", n.seq>>8&0xff, n.seq&0xff),
+		FixedIPs: ips, Status: "DOWN", AdminStateUp: true, DeviceOwner: s.DeviceOwner, DeviceID: s.DeviceID, Description: s.Description,
+		SecurityGroups: []string{"default"}, CreatedAt: n.Now()}
+	if n.Caps.TagsOnPortCreate {
+		x.Tags = slices.Clone(s.Tags)
+	}
+	n.Ports[x.ID] = x
+	c := *x
+	return &c, nil
+}
+
+// CreatePort implements openstack.Networking.
+func (n *Neutron) CreatePort(_ context.Context, s openstack.PortSpec) (*openstack.Port, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("CreatePort", true); err != nil {
+		return nil, err
+	}
+	return n.createPortLocked(s)
+}
+
+// CreatePorts implements openstack.Networking: all or nothing.
+func (n *Neutron) CreatePorts(_ context.Context, specs []openstack.PortSpec) ([]openstack.Port, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("CreatePorts", true); err != nil {
+		return nil, err
+	}
+	var out []openstack.Port
+	for _, s := range specs {
+		p, err := n.createPortLocked(s)
+		if err != nil {
+			for _, made := range out {
+				delete(n.Ports, made.ID)
+			}
+			return nil, err
+		}
+		out = append(out, *p)
+	}
+	return out, nil
+}
+
+// UpdatePort implements openstack.Networking.
+func (n *Neutron) UpdatePort(_ context.Context, id string, u openstack.PortUpdate) (*openstack.Port, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("UpdatePort", true); err != nil {
+		return nil, err
+	}
+	x, ok := n.Ports[id]
+	if !ok {
+		return nil, notFound("port")
+	}
+	if u.Name != nil {
+		x.Name = *u.Name
+	}
+	if u.DeviceID != nil {
+		x.DeviceID = *u.DeviceID
+	}
+	c := *x
+	return &c, nil
+}
+
+// DeletePort implements openstack.Networking.
+func (n *Neutron) DeletePort(_ context.Context, id string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("DeletePort", true); err != nil {
+		return err
+	}
+	if _, ok := n.Ports[id]; !ok {
+		return notFound("port")
+	}
+	delete(n.Ports, id)
+	return nil
+}
+
+// ListFloatingIPs implements openstack.Networking.
+func (n *Neutron) ListFloatingIPs(_ context.Context, f openstack.Filter) ([]openstack.FloatingIP, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("ListFloatingIPs", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.FloatingIP
+	for _, x := range n.FIPs {
+		if match(f, x.Tags, "", "", "") {
+			out = append(out, *x)
+		}
+	}
+	return out, nil
+}
+
+// CreateFloatingIP implements openstack.Networking.
+func (n *Neutron) CreateFloatingIP(_ context.Context, s openstack.FloatingIPSpec) (*openstack.FloatingIP, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("CreateFloatingIP", true); err != nil {
+		return nil, err
+	}
+	addr := s.FloatingIP
+	if addr == "" {
+		addr = fmt.Sprintf("172.24.4.%d", 100+len(n.FIPs))
+	}
+	x := &openstack.FloatingIP{ID: n.id("fip"), FloatingIP: addr, FloatingNetworkID: s.FloatingNetworkID, PortID: s.PortID,
+		Tags: slices.Clone(s.Tags), CreatedAt: n.Now()}
+	if p, ok := n.Ports[s.PortID]; ok && len(p.FixedIPs) > 0 {
+		x.FixedIP = p.FixedIPs[0].IPAddress
+	}
+	n.FIPs[x.ID] = x
+	c := *x
+	return &c, nil
+}
+
+// UpdateFloatingIPPort implements openstack.Networking.
+func (n *Neutron) UpdateFloatingIPPort(_ context.Context, id, portID string) (*openstack.FloatingIP, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("UpdateFloatingIPPort", true); err != nil {
+		return nil, err
+	}
+	x, ok := n.FIPs[id]
+	if !ok {
+		return nil, notFound("floatingip")
+	}
+	x.PortID = portID
+	c := *x
+	return &c, nil
+}
+
+// DeleteFloatingIP implements openstack.Networking.
+func (n *Neutron) DeleteFloatingIP(_ context.Context, id string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("DeleteFloatingIP", true); err != nil {
+		return err
+	}
+	if _, ok := n.FIPs[id]; !ok {
+		return notFound("floatingip")
+	}
+	delete(n.FIPs, id)
+	return nil
+}
+
+// ReplaceTags implements openstack.Networking.
+func (n *Neutron) ReplaceTags(_ context.Context, r openstack.Resource, id string, tags []string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("ReplaceTags", true); err != nil {
+		return err
+	}
+	switch r {
+	case openstack.ResourcePorts:
+		if p, ok := n.Ports[id]; ok {
+			p.Tags = slices.Clone(tags)
+			return nil
+		}
+	case openstack.ResourceNetworks:
+		if x, ok := n.Nets[id]; ok {
+			x.Tags = slices.Clone(tags)
+			return nil
+		}
+	case openstack.ResourceSubnets:
+		if x, ok := n.Subnets[id]; ok {
+			x.Tags = slices.Clone(tags)
+			return nil
+		}
+	default:
+		return nil
+	}
+	return notFound(string(r))
+}
+
+var _ openstack.Networking = (*Neutron)(nil)
