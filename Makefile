@@ -32,7 +32,8 @@ test-unit: ## Unit tests; no service needed.
 
 .PHONY: test-e2e
 test-e2e: ## E2e tests on the real stack (Kubernetes, Neutron, Octavia on 127.0.0.1).
-	$(GO) test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|e2e_test.go|harness' ; exit $${PIPESTATUS[0]}
+	@mkdir -p $(BIN)
+	$(GO) test -tags e2e -count=1 -timeout 50m -v ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\[stack|\[build|\[install' ; exit $${PIPESTATUS[0]}
 
 .PHONY: lint
 lint: $(BIN)/golangci-lint ## Run golangci-lint with .golangci.yml.

@@ -1,0 +1,73 @@
+package openstack
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+)
+
+func TestOperation(t *testing.T) {
+	id := "7d7cc334-bcde-4c94-b684-c184e3d1b46d"
+	cases := []struct{ method, path, want string }{
+		{"POST", "/v2.0/ports", "neutron port create"},
+		{"GET", "/v2.0/ports", "neutron port list"},
+		{"GET", "/v2.0/ports/" + id, "neutron port get"},
+		{"DELETE", "/v2.0/ports/" + id, "neutron port delete"},
+		{"PUT", "/v2.0/ports/" + id + "/tags", "neutron tag replace"},
+		{"PUT", "/v2.0/routers/" + id + "/add_router_interface", "neutron router add_interface"},
+		{"PUT", "/v2/lbaas/pools/" + id + "/members", "octavia member batch_update"},
+		{"POST", "/v2/lbaas/loadbalancers", "octavia loadbalancer create"},
+		{"GET", "/v2.0/lbaas/listeners", "octavia listener list"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			if got := Operation(tc.method, tc.path, ""); got != tc.want {
+				t.Fatalf("Operation = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWrapClassifies(t *testing.T) {
+	code := func(status int, body string) error {
+		return gophercloud.ErrUnexpectedResponseCode{Actual: status, Body: []byte(body)}
+	}
+	cases := []struct {
+		name string
+		err  error
+		want Kind
+	}{
+		{"404 is NotFound", code(404, `{"NeutronError": {"type": "PortNotFound", "message": "Port x could not be found."}}`), KindNotFound},
+		{"a port quota is QuotaExceeded", code(409, `{"NeutronError": {"type": "OverQuota", "message": "Quota exceeded for resources: ['port']."}}`), KindQuota},
+		{"no address left is AddressesExhausted", code(409, `{"NeutronError": {"type": "IpAddressGenerationFailure", "message": "No more IP addresses available on network x."}}`), KindExhausted},
+		{"an exhausted subnet pool is AddressesExhausted", code(400, `{"NeutronError": {"type": "SubnetAllocationError", "message": "Insufficient prefix space to allocate subnet size /24"}}`), KindExhausted},
+		{"Octavia's pending lock is Immutable", code(409, `{"faultcode": "Client", "faultstring": "Load Balancer x is immutable and cannot be updated."}`), KindImmutable},
+		{"a 503 is ServerError", code(503, ``), KindServer},
+		{"a refused connection is Unavailable", errors.New("dial tcp 127.0.0.1:9696: connect: connection refused"), KindUnavailable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := KindOf(wrap("op", tc.err)); got != tc.want {
+				t.Fatalf("KindOf = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	if wrap("op", nil) != nil {
+		t.Fatal("wrap(nil) must be nil")
+	}
+}
+
+func TestTimeReadsOctaviaAndNeutronStamps(t *testing.T) {
+	for _, s := range []string{`"2026-11-25T23:13:41.555174"`, `"2026-11-25T23:13:41Z"`, `"2026-11-25T23:13:41+00:00"`} {
+		var v Time
+		if err := v.UnmarshalJSON([]byte(s)); err != nil || v.Year() != 2026 || v.Location() != time.UTC {
+			t.Fatalf("%s: %v %v", s, v, err)
+		}
+	}
+	var v Time
+	if err := v.UnmarshalJSON([]byte(`"yesterday"`)); err == nil {
+		t.Fatal("an unreadable stamp must be an error")
+	}
+}
