@@ -157,12 +157,14 @@ type Raven struct {
 type ravenOpts struct {
 	kubeconfig string   // default: the admin kubeconfig
 	args       []string // extra flags
+	// second starts this Raven next to the running one instead of replacing it.
+	second bool
 }
 
 // startRaven stops any running Raven and starts a new one, waiting until /readyz answers 200.
 func startRaven(t testing.TB, o ravenOpts) *Raven {
 	t.Helper()
-	if env.raven != nil {
+	if env.raven != nil && !o.second {
 		env.raven.stop()
 	}
 	r := &Raven{metrics: freeAddr(t), health: freeAddr(t), done: make(chan error, 1)}
@@ -186,7 +188,11 @@ func startRaven(t testing.TB, o ravenOpts) *Raven {
 		t.Fatal(err)
 	}
 	go func() { r.done <- r.cmd.Wait(); logf.Close() }()
-	env.raven = r
+	if o.second {
+		t.Cleanup(r.stop)
+	} else {
+		env.raven = r
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if r.ready() {
@@ -249,8 +255,14 @@ func (r *Raven) signal(sig syscall.Signal, limit time.Duration) (time.Duration, 
 	}
 }
 
-func (r *Raven) stop() { _, _ = r.signal(syscall.SIGTERM, 10*time.Second); env.raven = nil }
-func (r *Raven) kill() { _, _ = r.signal(syscall.SIGKILL, 10*time.Second); env.raven = nil }
+func (r *Raven) stop() { _, _ = r.signal(syscall.SIGTERM, 10*time.Second); r.forget() }
+func (r *Raven) kill() { _, _ = r.signal(syscall.SIGKILL, 10*time.Second); r.forget() }
+
+func (r *Raven) forget() {
+	if env.raven == r {
+		env.raven = nil
+	}
+}
 
 // metric sums the samples of a metric family whose labels contain every given label="value" pair.
 func (r *Raven) metric(t testing.TB, name string, match func(labels string) bool) float64 {

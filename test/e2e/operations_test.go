@@ -1,0 +1,152 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+)
+
+// Raven runs as an unprivileged user bound only to the ClusterRole of deploy/rbac.yaml: it does all its
+// work, and reading Secrets is forbidden.
+func TestLeastPrivilegeClusterRole(t *testing.T) {
+	ctx := context.Background()
+	raw, err := os.ReadFile(filepath.Join(env.repo, "deploy/rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.ClusterRole
+	for _, doc := range bytes.Split(raw, []byte("\n---\n")) {
+		var probe struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &probe); err == nil && probe.Kind == "ClusterRole" {
+			if err := yaml.Unmarshal(doc, &role); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(role.Rules) == 0 {
+		t.Fatal("no ClusterRole in deploy/rbac.yaml")
+	}
+	role.Name = "e2e-raven-" + randSuffix()
+	role.ResourceVersion = ""
+	if _, err := env.kube.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "raven-unprivileged"}},
+	}
+	if _, err := env.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = env.kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+
+	r := startRaven(t, ravenOpts{kubeconfig: env.vars["STACK_UNPRIVILEGED_KUBECONFIG"],
+		args: []string{"--leader-elect", "--leader-election-namespace=default"}})
+	ns := newNamespace(t)
+	createDeployment(t, ns, "rbac", 2)
+	svc := createService(t, ns, "rbac", nil)
+	waitAllAnnotated(t, ns, 2, 60*time.Second)
+	waitMembers(t, ns, "rbac", svc.UID, 2, 80)
+	checkOnePortPerPod(t, ns)
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.vars["STACK_UNPRIVILEGED_KUBECONFIG"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	unpriv, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unpriv.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("listing secrets with Raven's role: %v, want Forbidden", err)
+	}
+	if l := tail(r.logPath, 400); strings.Contains(l, "forbidden") {
+		t.Errorf("Raven hit a forbidden call with its own role:\n%s", grepLines(l, "forbidden"))
+	}
+	r.stop()
+}
+
+// Two replicas with leader election; the leader is killed during a burst of pod creates. The standby
+// takes over and finishes: every pod has exactly one port.
+func TestLeaderFailoverDuringBurst(t *testing.T) {
+	ctx := context.Background()
+	if env.raven != nil {
+		env.raven.stop()
+	}
+	le := []string{"--leader-elect", "--leader-election-namespace=default"}
+	a := startRaven(t, ravenOpts{args: le})
+	eventually(t, 30*time.Second, "the first replica to lead", func() (bool, error) {
+		return a.metric(t, "leader_election_master_status", nil) == 1, nil
+	})
+	b := startRaven(t, ravenOpts{args: le, second: true})
+	if b.metric(t, "leader_election_master_status", nil) != 0 {
+		t.Fatal("the second replica leads while the first holds the lease")
+	}
+	ns := newNamespace(t)
+	namespaceSubnet(t, ns)
+	const n = 40
+	done := make(chan struct{})
+	go func() { createPods(t, ns, "burst", n); close(done) }()
+	time.Sleep(500 * time.Millisecond)
+	a.kill()
+	killedAt := time.Now()
+	<-done
+	eventually(t, 60*time.Second, "the standby to take the lease", func() (bool, error) {
+		return b.metric(t, "leader_election_master_status", nil) == 1, nil
+	})
+	t.Logf("standby led %s after the leader was killed", time.Since(killedAt).Round(100*time.Millisecond))
+	waitAllAnnotated(t, ns, n, 90*time.Second)
+	checkOnePortPerPod(t, ns)
+	_ = ctx
+}
+
+// After a run the metrics endpoint serves the histograms operators alert on, with counts.
+func TestMetricsAfterARun(t *testing.T) {
+	r := ensureRaven(t)
+	ns := newNamespace(t)
+	createPods(t, ns, "m", 5)
+	waitAllAnnotated(t, ns, 5, 60*time.Second)
+	for _, m := range []struct{ name, label string }{
+		{"raven_pod_port_latency_seconds_count", ""},
+		{"raven_openstack_request_duration_seconds_count", `operation="neutron port create"`},
+		{"controller_runtime_reconcile_time_seconds_count", `controller="pod"`},
+		{"controller_runtime_reconcile_total", `controller="pod"`},
+		{"workqueue_adds_total", `name="pod"`},
+	} {
+		v := r.metric(t, m.name, func(l string) bool { return strings.Contains(l, m.label) })
+		t.Logf("%s{%s} = %v", m.name, m.label, v)
+		if v <= 0 {
+			t.Errorf("%s{%s} = %v, want > 0", m.name, m.label, v)
+		}
+	}
+	if v := r.metric(t, "workqueue_depth", func(l string) bool { return strings.Contains(l, `name="pod"`) }); v < 0 {
+		t.Errorf("workqueue_depth = %v", v)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(strings.ToLower(l), sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
