@@ -28,14 +28,13 @@ CONF
   if [[ ! -f $cache/keystone.sqlite ]]; then
     log "initialising Keystone (about 10 s, cached for next time)"
     local km=(keystone-manage --config-file "$d/keystone.conf")
-    "${km[@]}" db_sync
+    "${km[@]}" db_sync >"$d/init.log" 2>&1
     sqlite3 "$STACK_DIR/state/keystone.sqlite" 'PRAGMA journal_mode=WAL;' >/dev/null
-    "${km[@]}" fernet_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)"
-    "${km[@]}" fernet_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)" 2>/dev/null || true
-    "${km[@]}" credential_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)"
+    "${km[@]}" fernet_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)" >>"$d/init.log" 2>&1
+    "${km[@]}" credential_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)" >>"$d/init.log" 2>&1
     "${km[@]}" bootstrap --bootstrap-password secret --bootstrap-region-id RegionOne \
       --bootstrap-admin-url "http://127.0.0.1:KSPORT/v3/" --bootstrap-public-url "http://127.0.0.1:KSPORT/v3/" \
-      --bootstrap-internal-url "http://127.0.0.1:KSPORT/v3/"
+      --bootstrap-internal-url "http://127.0.0.1:KSPORT/v3/" >>"$d/init.log" 2>&1
     mkdir -p "$cache.tmp"
     sqlite3 "$STACK_DIR/state/keystone.sqlite" ".backup '$cache.tmp/keystone.sqlite'"
     cp -r "$d/fernet-keys" "$d/credential-keys" "$cache.tmp/"
@@ -84,4 +83,6 @@ keystone_bootstrap() {
   uid=$(kpost users '{"user":{"name":"raven","password":"secret","domain_id":"default"}}' | jq -r .user.id)
   kput "projects/$raven_pid/users/$uid/roles/$member_role"
   kput "projects/$raven_pid/users/$uid/roles/$lbm_role"
+  # Neutron's default policy lets only admins choose a floating IP's address (externalIPs, loadBalancerIP).
+  kput "projects/$raven_pid/users/$uid/roles/$admin_role"
 }

@@ -159,6 +159,8 @@ type ravenOpts struct {
 	args       []string // extra flags
 	// second starts this Raven next to the running one instead of replacing it.
 	second bool
+	// config replaces the stack's Raven configuration file.
+	config string
 }
 
 // startRaven stops any running Raven and starts a new one, waiting until /readyz answers 200.
@@ -173,8 +175,12 @@ func startRaven(t testing.TB, o ravenOpts) *Raven {
 	if err != nil {
 		t.Fatal(err)
 	}
+	config := env.vars["RAVEN_CONFIG"]
+	if o.config != "" {
+		config = o.config
+	}
 	args := []string{
-		"--config=" + env.vars["RAVEN_CONFIG"],
+		"--config=" + config,
 		"--metrics-bind-address=" + r.metrics, "--health-probe-bind-address=" + r.health,
 		"--resync-period=3s", "--orphan-grace-period=2s", "-v=2",
 	}

@@ -5,7 +5,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,4 +152,68 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// Raven authenticates with a clouds.yaml password against a real Keystone: a second stack with
+// STACK_KEYSTONE=1, where Neutron and Octavia validate every token.
+func TestKeystoneAuthenticatedRun(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(env.repo, "bin", "keystone-stack")
+	stack := func(verb string) error {
+		cmd := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), verb)
+		cmd.Env = append(os.Environ(), "STACK_DIR="+dir, "STACK_KEYSTONE=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("stack %s: %v\n%s", verb, err, out)
+		}
+		return nil
+	}
+	if err := stack("up"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stack("down") })
+	vars, err := readEnv(filepath.Join(dir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clouds, err := os.ReadFile(vars["OS_CLIENT_CONFIG_FILE"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(clouds), "auth_type: password") {
+		t.Fatalf("the keystone stack's clouds.yaml does not use password auth:\n%s", clouds)
+	}
+	// Without a token, Neutron refuses: the services really check.
+	resp, err := http.Get(vars["NEUTRON_URL"] + "/v2.0/networks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("Neutron without a token answered %d, want 401", resp.StatusCode)
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", vars["KUBECONFIG"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRaven(t, ravenOpts{config: vars["RAVEN_CONFIG"], kubeconfig: vars["KUBECONFIG"], second: true})
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, podSpec("keystone"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the pod annotated through Keystone-authenticated Neutron", func() (bool, error) {
+		p, err := kube.CoreV1().Pods("default").Get(ctx, "keystone", metav1.GetOptions{})
+		return err == nil && p.Annotations["kuryr.org/neutron-port"] != "", err
+	})
+	if v := r.metric(t, "raven_openstack_request_duration_seconds_count", func(l string) bool { return strings.Contains(l, "keystone") }); v < 1 {
+		t.Errorf("no Keystone token request seen (%v)", v)
+	}
+	if v := r.metric(t, "raven_openstack_request_errors_total", func(l string) bool { return strings.Contains(l, "Unauthorized") }); v != 0 {
+		t.Errorf("%v requests were refused as unauthorized", v)
+	}
+	r.stop()
 }
