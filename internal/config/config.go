@@ -32,6 +32,9 @@ type Options struct {
 	// OrphanGracePeriod protects just-created objects from the sweep.
 	OrphanGracePeriod Duration `json:"orphanGracePeriod"`
 
+	// Pools keep ready ports per namespace, so that a new pod does not wait for Neutron.
+	Pools Pools `json:"pools"`
+
 	MetricsAddr string `json:"metricsAddr"`
 	HealthAddr  string `json:"healthAddr"`
 
@@ -63,6 +66,17 @@ type Neutron struct {
 	// service-cluster-ip-range in its lower half: Raven puts the gateway and Neutron's own allocations in
 	// the upper half, so that they never take a clusterIP.
 	ServiceSubnetCIDR string `json:"serviceSubnetCIDR"`
+}
+
+// Pools sizes the per-namespace port pools (Cilium-style watermarks).
+type Pools struct {
+	Enabled bool `json:"enabled"`
+	// MinFree: a pool with fewer free ports is refilled.
+	MinFree int `json:"minFree"`
+	// Batch: ports created by one bulk request.
+	Batch int `json:"batch"`
+	// Max: free ports a pool holds at most.
+	Max int `json:"max"`
 }
 
 // Controllers lists the watchers.
@@ -111,6 +125,7 @@ func Default() Options {
 			PodSubnetPrefixLength: 24,
 		},
 		Controllers:       Controllers{Namespaces: true, Pods: true, Services: true},
+		Pools:             Pools{Enabled: true, MinFree: 5, Batch: 10, Max: 50},
 		Workers:           16,
 		ResyncPeriod:      Duration{5 * time.Minute},
 		OrphanGracePeriod: Duration{2 * time.Minute},
@@ -162,6 +177,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 	fs.BoolVar(&f.o.LeaderElection.Enabled, "leader-elect", false, "run as one of several replicas, only the lease holder writes")
 	fs.StringVar(&f.o.LeaderElection.Namespace, "leader-election-namespace", "", "namespace of the leader election Lease")
 	fs.IntVar(&f.o.Workers, "workers", 0, "objects each controller reconciles at once")
+	fs.BoolVar(&f.o.Pools.Enabled, "port-pools", true, "keep ready ports per namespace (pools.enabled)")
 	fs.DurationVar(&f.o.ResyncPeriod.Duration, "resync-period", 0, "how often OpenStack is listed to repair drift and sweep orphans")
 	fs.DurationVar(&f.o.OrphanGracePeriod.Duration, "orphan-grace-period", 0, "age an ownerless object must reach before the sweep deletes it")
 	return f
@@ -193,6 +209,8 @@ func (f *Flags) Options() (Options, error) {
 			o.LeaderElection.Namespace = f.o.LeaderElection.Namespace
 		case "workers":
 			o.Workers = f.o.Workers
+		case "port-pools":
+			o.Pools.Enabled = f.o.Pools.Enabled
 		case "resync-period":
 			o.ResyncPeriod = f.o.ResyncPeriod
 		case "orphan-grace-period":
@@ -242,6 +260,9 @@ func (o Options) Validate() error {
 		} else if p.Bits() > 29 {
 			errs = append(errs, fmt.Errorf("neutron.serviceSubnetCIDR %s is too small", p))
 		}
+	}
+	if o.Pools.Enabled && (o.Pools.MinFree < 0 || o.Pools.Batch < 1 || o.Pools.Max < o.Pools.MinFree) {
+		errs = append(errs, fmt.Errorf("pools: need 0 ≤ minFree ≤ max and batch ≥ 1 (got %+v)", o.Pools))
 	}
 	if o.Workers < 1 {
 		errs = append(errs, errors.New("workers must be at least 1"))

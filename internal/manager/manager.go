@@ -69,6 +69,10 @@ func Run(ctx context.Context, o config.Options) error {
 
 	gate := controller.NewGate()
 	nm := &neutron.Manager{N: clients.Networking, C: &neutron.Cluster{ID: o.ClusterID}, X: neutron.NewIndex()}
+	nm.B = &neutron.Batcher{N: clients.Networking, Max: 50, InFlight: 2, Created: func(p openstack.Port) { nm.X.PutPort(o.ClusterID, p) }}
+	if o.Pools.Enabled {
+		nm.P = &neutron.Pools{M: nm, Cfg: neutron.PoolConfig{MinFree: o.Pools.MinFree, Batch: o.Pools.Batch, Max: o.Pools.Max}}
+	}
 	recorder := mgr.GetEventRecorder("raven")
 	podRepairs := make(chan event.GenericEvent, 1024)
 	nsRepairs := make(chan event.GenericEvent, 256)

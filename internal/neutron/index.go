@@ -29,6 +29,8 @@ type Index struct {
 	ports  map[string]openstack.Port
 	byUID  map[string][]string
 	byPool map[string][]string
+	// claims are pool ports handed to pods whose new owner Neutron does not show yet.
+	claims map[string]claimed
 }
 
 // NewIndex returns an empty index.
@@ -191,6 +193,9 @@ func (x *Index) PutPort(cluster string, p openstack.Port) {
 }
 
 func (x *Index) putLocked(cluster string, p openstack.Port) {
+	if c, ok := x.claims[p.ID]; ok {
+		p = applyClaim(p, c.owner, c.name)
+	}
 	o, ok := ownership.Parse(p.Tags)
 	if !ok || o.Cluster != cluster {
 		return
@@ -235,3 +240,67 @@ type (
 	Port    = openstack.Port
 	FixedIP = openstack.FixedIP
 )
+
+// FreeIn counts the free pool ports of a network.
+func (x *Index) FreeIn(networkID string) int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.byPool[networkID])
+}
+
+// Claim moves a free pool port of the network to the owner, in memory only, and returns the port as it
+// will look once Neutron is told. The claim survives Replace until Confirm.
+func (x *Index) Claim(networkID string, owner ownership.Owner, name string) (openstack.Port, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ids := x.byPool[networkID]
+	if len(ids) == 0 {
+		return openstack.Port{}, false
+	}
+	return x.claimLocked(ids[0], owner, name), true
+}
+
+// ClaimPort claims one given pool port; false when it is not a free pool port.
+func (x *Index) ClaimPort(portID string, owner ownership.Owner, name string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	p, ok := x.ports[portID]
+	if !ok {
+		return false
+	}
+	if o, _ := ownership.Parse(p.Tags); o.Kind != ownership.KindPool {
+		return false
+	}
+	x.claimLocked(portID, owner, name)
+	return true
+}
+
+func (x *Index) claimLocked(id string, owner ownership.Owner, name string) openstack.Port {
+	p := x.ports[id]
+	x.dropLocked(id)
+	if x.claims == nil {
+		x.claims = map[string]claimed{}
+	}
+	x.claims[id] = claimed{owner: owner, name: name}
+	p = applyClaim(p, owner, name)
+	x.ports[id] = p
+	x.byUID[owner.UID] = append(x.byUID[owner.UID], id)
+	return p
+}
+
+// Confirm forgets a claim once Neutron shows it (or the port is gone).
+func (x *Index) Confirm(portID string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.claims, portID)
+}
+
+type claimed struct {
+	owner ownership.Owner
+	name  string
+}
+
+func applyClaim(p openstack.Port, owner ownership.Owner, name string) openstack.Port {
+	p.Name, p.DeviceID, p.Tags = name, owner.UID, owner.Tags()
+	return p
+}

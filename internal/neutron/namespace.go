@@ -15,6 +15,10 @@ type Manager struct {
 	N openstack.Networking
 	C *Cluster
 	X *Index
+	// B, when set, groups pod port creates into bulk requests.
+	B *Batcher
+	// P, when set, hands out ready ports from per-namespace pools.
+	P *Pools
 }
 
 // ErrPortsRemain says a namespace cannot be torn down yet: pod ports are still on its network.
@@ -97,6 +101,9 @@ func (m *Manager) DeleteNamespace(ctx context.Context, uid string) error {
 				nn.Subnet = &subs[i]
 			}
 		}
+	}
+	if m.P != nil {
+		m.P.Close(nn.Network.ID)
 	}
 	for _, p := range m.X.PortsOn(nn.Network.ID) {
 		if o, _ := ownership.Parse(p.Tags); o.Kind == ownership.KindPod {

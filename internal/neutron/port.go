@@ -33,6 +33,11 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet) 
 		return *keep, false, nil
 	}
 	owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindPod, UID: pod.UID, Name: pod.Namespace + "/" + pod.Name}
+	if m.P != nil {
+		if p, ok := m.P.Take(nn, pod, owner); ok {
+			return p, true, nil
+		}
+	}
 	if !m.C.Caps.TagsOnPortCreate {
 		// Without tags on create, a crash between create and tag leaves an untagged port: find it by device_id.
 		found, err := m.N.ListPorts(ctx, openstack.Filter{DeviceID: pod.UID, NetworkID: nn.Network.ID})
@@ -58,9 +63,12 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet) 
 		spec.SubnetID = nn.Subnet.ID
 	}
 	var p *openstack.Port
-	if m.C.Caps.TagsOnPortCreate {
+	switch {
+	case m.C.Caps.TagsOnPortCreate && m.B != nil:
+		p, err = m.B.Create(ctx, spec)
+	case m.C.Caps.TagsOnPortCreate:
 		p, err = m.N.CreatePort(ctx, spec)
-	} else {
+	default:
 		spec.Tags = nil
 		if p, err = m.N.CreatePort(ctx, spec); err == nil {
 			err = m.N.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, owner.Tags())

@@ -256,6 +256,7 @@ func TestRestartInSyncMakesNoNeutronWrite(t *testing.T) {
 	createPods(t, ns, "p", 20)
 	waitAllAnnotated(t, ns, 20, 2*time.Minute)
 	waitNoTerminatingNamespaces(t)
+	waitPoolsSettled(t)
 
 	env.raven.stop()
 	r := startRaven(t, ravenOpts{})
@@ -392,5 +393,23 @@ func waitNoTerminatingNamespaces(t testing.TB) {
 			}
 		}
 		return true, nil
+	})
+}
+
+// waitPoolsSettled waits until the number of pool ports in Neutron stops changing (refills are done).
+func waitPoolsSettled(t testing.TB) {
+	t.Helper()
+	last, stable := -1, 0
+	eventually(t, time.Minute, "port pools to settle", func() (bool, error) {
+		ports, err := env.os.Networking.ListPorts(context.Background(), openstack.Filter{Tags: ownership.Selector(env.cluster, ownership.KindPool)})
+		if err != nil {
+			return false, err
+		}
+		if len(ports) == last {
+			stable++
+		} else {
+			last, stable = len(ports), 0
+		}
+		return stable >= 20, nil // 2 s without change
 	})
 }

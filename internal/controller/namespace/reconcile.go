@@ -62,6 +62,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.warn(&ns, "NetworkCreate", "creating the namespace network", err)
 		return reconcile.Result{}, err
 	}
+	if r.Neutron.P != nil {
+		r.Neutron.P.Kick(nn) // fill the pool before the first pod asks
+	}
 	want, err := Annotations(nn, r.Neutron.C.RouterID)
 	if err != nil {
 		return reconcile.Result{}, err

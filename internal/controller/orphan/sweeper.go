@@ -61,10 +61,21 @@ func (s *Sweeper) Start(ctx context.Context) error {
 			return false, nil
 		}
 		s.Neutron.X.Replace(s.Options.ClusterID, snap)
+		// Before any pod is reconciled: pool ports that pods hold by annotation only are theirs.
+		if err := s.recoverClaims(ctx); err != nil {
+			log.Error(err, "Recovering port pool claims; will retry")
+			return false, nil
+		}
 		return true, nil
 	})
 	if err != nil {
 		return nil // context ended
+	}
+	if p := s.Neutron.P; p != nil {
+		p.Start(ctx, 4)
+		for _, nn := range s.Neutron.X.Networks() {
+			p.Kick(&nn)
+		}
 	}
 	log.Info("Neutron ready", "router", s.Neutron.C.RouterID, "subnetPool", s.Neutron.C.SubnetPoolID,
 		"networks", len(s.Neutron.X.Networks()), "ports", len(s.Neutron.X.PortsOfKind(ownership.KindPod)),
@@ -89,6 +100,14 @@ func (s *Sweeper) Resync(ctx context.Context, now time.Time, reload bool) error 
 			return err
 		}
 		s.Neutron.X.Replace(s.Options.ClusterID, snap)
+		if err := s.recoverClaims(ctx); err != nil {
+			return err
+		}
+		if p := s.Neutron.P; p != nil {
+			for _, nn := range s.Neutron.X.Networks() {
+				p.Kick(&nn)
+			}
+		}
 	}
 	errs := []error{s.sweepPods(ctx, now), s.sweepNamespaces(ctx, now)}
 	for _, f := range s.Extra {
@@ -181,4 +200,32 @@ func hasPort(ports []neutron.Port, id string) bool {
 		}
 	}
 	return false
+}
+
+// recoverClaims gives back to their pods the pool ports that pods hold by annotation while Neutron still
+// shows them as free (Raven stopped between the annotation and recording the claim in Neutron).
+func (s *Sweeper) recoverClaims(ctx context.Context) error {
+	if s.Neutron.P == nil {
+		return nil
+	}
+	pool := map[string]bool{}
+	for _, p := range s.Neutron.X.PortsOfKind(ownership.KindPool) {
+		pool[p.ID] = true
+	}
+	if len(pool) == 0 {
+		return nil
+	}
+	var pods corev1.PodList
+	if err := s.Client.List(ctx, &pods); err != nil {
+		return err
+	}
+	claimed := map[string]neutron.PodRef{}
+	for _, p := range pods.Items {
+		var ann annotations.Port
+		if ok, _ := annotations.Decode(p.Annotations, annotations.PodPort, &ann); ok && pool[ann.ID] {
+			claimed[ann.ID] = neutron.PodRef{UID: string(p.UID), Namespace: p.Namespace, Name: p.Name}
+		}
+	}
+	s.Neutron.P.Recover(claimed)
+	return nil
 }

@@ -31,6 +31,8 @@ type Neutron struct {
 	Faults map[string]*Fault
 	// Now is the clock for created_at.
 	Now func() time.Time
+	// Delay makes every write take this long, one at a time, as a busy Neutron does.
+	Delay time.Duration
 	// nextPoolPrefix hands out subnet pool prefixes.
 	nextPoolPrefix map[string]int
 }
@@ -65,6 +67,7 @@ func (n *Neutron) enter(method string, write bool) error {
 	n.Calls[method]++
 	if write {
 		n.Writes++
+		time.Sleep(n.Delay)
 	}
 	if f := n.Faults[method]; f != nil && f.Times != 0 {
 		if f.Times > 0 {

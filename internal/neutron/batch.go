@@ -1,0 +1,101 @@
+package neutron
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// Batcher groups concurrent port creates into Neutron bulk requests, like a group commit: a create that
+// finds a free slot goes out at once, alone; creates that arrive while bulk requests are in flight wait
+// and leave together in the next one. A single pod pays one single-port create; a burst keeps Neutron
+// busy with bulk requests and no idle gap.
+type Batcher struct {
+	N openstack.Networking
+	// Max is the number of ports per bulk request; InFlight the bulk requests sent at once.
+	Max, InFlight int
+	// Created sees every port Neutron made, even when its caller gave up waiting.
+	Created func(openstack.Port)
+
+	mu      sync.Mutex
+	queue   []*createReq
+	running int
+}
+
+type createReq struct {
+	spec openstack.PortSpec
+	done chan createRes
+}
+
+type createRes struct {
+	port *openstack.Port
+	err  error
+}
+
+// Create creates one port, possibly within a bulk request.
+func (b *Batcher) Create(ctx context.Context, spec openstack.PortSpec) (*openstack.Port, error) {
+	r := &createReq{spec: spec, done: make(chan createRes, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, r)
+	if b.running < max(b.InFlight, 1) {
+		b.running++
+		go b.loop()
+	}
+	b.mu.Unlock()
+	select {
+	case res := <-r.done:
+		return res.port, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (b *Batcher) loop() {
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), max(b.Max, 1))
+		if n == 0 {
+			b.running--
+			b.mu.Unlock()
+			return
+		}
+		batch := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		b.mu.Unlock()
+		b.send(batch)
+	}
+}
+
+func (b *Batcher) send(batch []*createReq) {
+	// The waiters' contexts may end; the request runs to its end so that its result is recorded.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if len(batch) > 1 {
+		specs := make([]openstack.PortSpec, len(batch))
+		for i, r := range batch {
+			specs[i] = r.spec
+		}
+		ports, err := b.N.CreatePorts(ctx, specs)
+		if err == nil && len(ports) == len(batch) {
+			for i, r := range batch {
+				p := ports[i]
+				if b.Created != nil {
+					b.Created(p)
+				}
+				r.done <- createRes{port: &p}
+			}
+			return
+		}
+		// Neutron creates all or none: one port's failure (quota, a full subnet) fails the batch, so each
+		// port tries alone and gets its own answer.
+	}
+	for _, r := range batch {
+		p, err := b.N.CreatePort(ctx, r.spec)
+		if err == nil && b.Created != nil {
+			b.Created(*p)
+		}
+		r.done <- createRes{port: p, err: err}
+	}
+}
