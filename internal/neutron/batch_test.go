@@ -3,8 +3,8 @@ package neutron
 import (
 	"context"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/openstack/fake"
