@@ -18,6 +18,8 @@ type Metrics struct {
 	OpenStackErrors *prometheus.CounterVec
 	// Swept counts objects the orphan sweep removed, by kind.
 	Swept *prometheus.CounterVec
+	// Writing is 1 once this replica has loaded its view of OpenStack and reconciles (it leads).
+	Writing prometheus.Gauge
 }
 
 // New builds the collectors and registers them with reg (controller-runtime's registry when nil).
@@ -44,8 +46,12 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "raven_orphans_deleted_total",
 			Help: "OpenStack objects the sweep deleted because their Kubernetes owner was gone, by kind.",
 		}, []string{"kind"}),
+		Writing: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "raven_reconciling",
+			Help: "1 when this replica has loaded its view of OpenStack and reconciles (it holds the lease).",
+		}),
 	}
-	reg.MustRegister(m.PodPortLatency, m.OpenStackCalls, m.OpenStackErrors, m.Swept)
+	reg.MustRegister(m.PodPortLatency, m.OpenStackCalls, m.OpenStackErrors, m.Swept, m.Writing)
 	return m
 }
 

@@ -81,6 +81,9 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		"networks", len(s.Neutron.X.Networks()), "ports", len(s.Neutron.X.PortsOfKind(ownership.KindPod)),
 		"tagsOnPortCreate", s.Neutron.C.Caps.TagsOnPortCreate)
 	s.Gate.Open()
+	if s.Metrics != nil {
+		s.Metrics.Writing.Set(1)
+	}
 	// The first sweep runs right away: a pod deleted while Raven was stopped loses its port now.
 	first := true
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
