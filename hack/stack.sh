@@ -4,7 +4,7 @@
 #   Neutron (ML2/vxlan, router, security groups, tags) and Octavia (amphora provider, noop drivers) from Debian,
 #   Keystone when STACK_KEYSTONE=1, and the node stand-in that plays the kubelet's part.
 #
-# Usage: hack/stack.sh up | down | status
+# Usage: hack/stack.sh up | down | status | stop-service NAME | start-service NAME
 # State lives in $STACK_DIR (default .stack/ in the repository); .stack/env is shell-sourceable.
 set -euo pipefail
 
@@ -44,8 +44,31 @@ freeport() {
 # start NAME CMD... : runs CMD in its own session (so its forked children share its process group).
 start() {
   local name=$1; shift
-  setsid "$@" >"$STACK_DIR/logs/$name.log" 2>&1 </dev/null &
+  mkdir -p "$STACK_DIR/cmds"
+  printf '%q ' "$@" >"$STACK_DIR/cmds/$name"
+  setsid "$@" >>"$STACK_DIR/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$STACK_DIR/pids/$name.pid"
+}
+
+# stop_service NAME: stops one service of the running stack (for fault-injection tests).
+stop_service() {
+  local f=$STACK_DIR/pids/$1.pid pid
+  [[ -f $f ]] || die "no service $1"
+  pid=$(cat "$f")
+  kill -TERM -- "-$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  pkill -KILL -g "$pid" 2>/dev/null || true
+  log "stopped $1"
+}
+
+# start_service NAME: starts a stopped service again with the command it was first started with.
+start_service() {
+  local name=$1
+  [[ -f $STACK_DIR/cmds/$name ]] || die "no service $name"
+  alive "$STACK_DIR/pids/$name.pid" && { log "$name already runs"; return 0; }
+  eval "start $name $(cat "$STACK_DIR/cmds/$name")"
+  log "started $name"
 }
 
 # wait_for NAME SECONDS CMD... : polls CMD until it succeeds, failing if the process died.
@@ -446,5 +469,7 @@ case ${1:-} in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  stop-service) stop_service "$2" ;;
+  start-service) start_service "$2" ;;
+  *) echo "usage: $0 up|down|status|stop-service NAME|start-service NAME" >&2; exit 2 ;;
 esac

@@ -238,7 +238,8 @@ func TestBenchmark(t *testing.T) {
 	var made []openstack.Port
 	for i := range 50 {
 		start := time.Now()
-		p, err := env.os.Networking.CreatePort(ctx, openstack.PortSpec{NetworkID: net.ID, SubnetID: sub.ID, Name: fmt.Sprintf("floor-%d", i)})
+		// The same request Raven makes for a pod: name, owner, device and four tags.
+		p, err := env.os.Networking.CreatePort(ctx, floorSpec(net.ID, sub.ID, i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +257,7 @@ func TestBenchmark(t *testing.T) {
 			k := min(n, 50)
 			specs := make([]openstack.PortSpec, k)
 			for i := range specs {
-				specs[i] = openstack.PortSpec{NetworkID: net.ID, SubnetID: sub.ID, Name: "floor-bulk"}
+				specs[i] = floorSpec(net.ID, sub.ID, i)
 			}
 			ps, err := env.os.Networking.CreatePorts(ctx, specs)
 			if err != nil {
@@ -493,4 +494,11 @@ func writeResults(t testing.TB, res map[string]any, series map[string][]float64)
 		t.Fatal(err)
 	}
 	t.Logf("results in %s:\n%s", dir, md.String())
+}
+
+// floorSpec is a port request shaped like Raven's (the tags name a cluster no Raven runs for).
+func floorSpec(network, subnet string, i int) openstack.PortSpec {
+	o := ownership.Owner{Cluster: "bench-floor", Kind: ownership.KindPod, UID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i), Name: "bench/floor"}
+	return openstack.PortSpec{NetworkID: network, SubnetID: subnet, Name: fmt.Sprintf("floor-%d", i), DeviceOwner: "raven:pod",
+		DeviceID: o.UID, Description: "pod bench/floor", Tags: o.Tags()}
 }

@@ -1,0 +1,74 @@
+package service
+
+import (
+	"net/netip"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestFloatingIP(t *testing.T) {
+	ext := netip.MustParsePrefix("172.24.4.0/24")
+	cases := []struct {
+		name     string
+		spec     corev1.ServiceSpec
+		addr     string
+		want     bool
+		warnings int
+	}{
+		{"no externalIPs on a ClusterIP service: none", corev1.ServiceSpec{}, "", false, 0},
+		{"the first address inside the external subnet", corev1.ServiceSpec{ExternalIPs: []string{"172.24.4.4"}}, "172.24.4.4", true, 0},
+		{"an address outside is ignored with a warning", corev1.ServiceSpec{ExternalIPs: []string{"10.9.9.9"}}, "", false, 1},
+		{"not an IP at all is ignored with a warning", corev1.ServiceSpec{ExternalIPs: []string{"nope"}}, "", false, 1},
+		{"several inside: the first wins, the others warn", corev1.ServiceSpec{ExternalIPs: []string{"10.0.0.1", "172.24.4.5", "172.24.4.6"}}, "172.24.4.5", true, 2},
+		{"type LoadBalancer without loadBalancerIP: Neutron chooses", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}, "", true, 0},
+		{"type LoadBalancer with loadBalancerIP inside", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerIP: "172.24.4.9"}, "172.24.4.9", true, 0},
+		{"type LoadBalancer with loadBalancerIP outside: warn and let Neutron choose", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerIP: "8.8.8.8"}, "", true, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, want, warnings := FloatingIP(&corev1.Service{Spec: tc.spec}, ext)
+			if addr != tc.addr || want != tc.want || len(warnings) != tc.warnings {
+				t.Fatalf("FloatingIP = %q, %v, %v; want %q, %v, %d warnings", addr, want, warnings, tc.addr, tc.want, tc.warnings)
+			}
+		})
+	}
+}
+
+func TestServed(t *testing.T) {
+	cases := []struct {
+		name string
+		spec corev1.ServiceSpec
+		want bool
+	}{
+		{"a ClusterIP service is served", corev1.ServiceSpec{ClusterIP: "10.0.0.5"}, true},
+		{"a headless service is not", corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}, false},
+		{"an ExternalName service is not", corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName}, false},
+		{"a service without clusterIP yet is not", corev1.ServiceSpec{}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Served(&corev1.Service{Spec: tc.spec}); got != tc.want {
+				t.Fatalf("Served = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzFloatingIP: whatever users write into externalIPs and loadBalancerIP, Raven never panics and never
+// picks an address outside the external subnet.
+func FuzzFloatingIP(f *testing.F) {
+	f.Add("172.24.4.4", "10.0.0.1", "172.24.4.9")
+	f.Add("::1", "", "172.24.4.300")
+	f.Add("not an ip", "172.24.4.0/24", "")
+	ext := netip.MustParsePrefix("172.24.4.0/24")
+	f.Fuzz(func(t *testing.T, a, b, lbip string) {
+		for _, typ := range []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeLoadBalancer} {
+			svc := &corev1.Service{Spec: corev1.ServiceSpec{Type: typ, ExternalIPs: []string{a, b}, LoadBalancerIP: lbip}}
+			addr, _, _ := FloatingIP(svc, ext)
+			if addr != "" && !ext.Contains(netip.MustParseAddr(addr)) {
+				t.Fatalf("chose %s outside %s", addr, ext)
+			}
+		}
+	})
+}

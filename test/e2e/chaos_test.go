@@ -1,0 +1,416 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+// make chaos raises these; make test runs the bounded version.
+var (
+	chaosKills = flag.Int("chaos.kills", 3, "SIGKILLs of Raven during the burst")
+	chaosOps   = flag.Int("chaos.ops", 80, "pod creates and deletes in the burst")
+	chaosOut   = flag.Bool("chaos.report", false, "log one line per scenario for docs/reliability.md")
+)
+
+func stackService(t testing.TB, verb, name string) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), verb, name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("stack %s %s: %v\n%s", verb, name, err, out)
+	}
+}
+
+func report(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if *chaosOut {
+		t.Logf("REPORT "+format, args...)
+	} else {
+		t.Logf(format, args...)
+	}
+}
+
+// checkInvariant is the check every fault scenario ends with, over the whole cluster: every live pod has
+// exactly one port, every annotation names an existing port with the same IP and MAC, no port, load
+// balancer or floating IP of this cluster belongs to an object that is gone, and every port Raven made
+// carries its tags. It retries until the timeout, then reports what is still wrong.
+func checkInvariant(t testing.TB, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var problems []string
+	for {
+		problems = invariantProblems(t)
+		if len(problems) == 0 {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("invariant still broken after %s:\n%s", timeout, strings.Join(problems, "\n"))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func invariantProblems(t testing.TB) []string {
+	ctx := context.Background()
+	var problems []string
+	pods, err := env.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	svcs, err := env.kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	all, err := env.os.Networking.ListPorts(ctx, openstack.Filter{})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	byDevice := map[string][]openstack.Port{}
+	byID := map[string]openstack.Port{}
+	for _, p := range all {
+		byID[p.ID] = p
+		if strings.HasPrefix(p.DeviceOwner, "raven:") {
+			if !ownership.Owns(env.cluster, p.Tags) && !ownership.Owns("other", p.Tags) {
+				problems = append(problems, fmt.Sprintf("port %s (%s) made by Raven carries no cluster tag", p.ID, p.Name))
+			}
+			if o, _ := ownership.Parse(p.Tags); o.Cluster == env.cluster && o.Kind == ownership.KindPod {
+				byDevice[p.DeviceID] = append(byDevice[p.DeviceID], p)
+			}
+		}
+	}
+	live := map[string]bool{}
+	for _, p := range pods.Items {
+		live[string(p.UID)] = true
+		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		ports := byDevice[string(p.UID)]
+		var ann annotations.Port
+		ok, derr := annotations.Decode(p.Annotations, annotations.PodPort, &ann)
+		switch {
+		case len(ports) > 1:
+			problems = append(problems, fmt.Sprintf("pod %s/%s has %d ports", p.Namespace, p.Name, len(ports)))
+		case !ok || derr != nil:
+			problems = append(problems, fmt.Sprintf("pod %s/%s has no valid port annotation", p.Namespace, p.Name))
+		case len(ports) == 0:
+			// A claimed pool port is the pod's once Neutron shows it; until then it is found by the annotation.
+			if _, exists := byID[ann.ID]; !exists {
+				problems = append(problems, fmt.Sprintf("pod %s/%s: annotated port %s does not exist", p.Namespace, p.Name, ann.ID))
+			}
+		default:
+			q := ports[0]
+			if ann.ID != q.ID || ann.MACAddress != q.MACAddress || len(ann.FixedIPs) == 0 || ann.FixedIPs[0].IPAddress != q.FixedIPs[0].IPAddress {
+				problems = append(problems, fmt.Sprintf("pod %s/%s: annotation %s does not match port %s", p.Namespace, p.Name, ann.ID, q.ID))
+			}
+		}
+	}
+	for dev, ports := range byDevice {
+		if !live[dev] {
+			problems = append(problems, fmt.Sprintf("%d port(s) leaked for gone pod %s (%s)", len(ports), dev, ports[0].Name))
+		}
+	}
+	liveSvc := map[string]bool{}
+	for _, s := range svcs.Items {
+		liveSvc[string(s.UID)] = true
+	}
+	lbs, err := env.os.LoadBalancing.ListLoadBalancers(ctx, ownership.Selector(env.cluster, ownership.KindService))
+	if err != nil {
+		return append(problems, err.Error())
+	}
+	for _, lb := range lbs {
+		if o, _ := ownership.Parse(lb.Tags); !liveSvc[o.UID] {
+			problems = append(problems, fmt.Sprintf("load balancer %s leaked for gone service %s", lb.ID, o.Name))
+		}
+	}
+	fips, err := env.os.Networking.ListFloatingIPs(ctx, openstack.Filter{Tags: ownership.Selector(env.cluster, ownership.KindService)})
+	if err != nil {
+		return append(problems, err.Error())
+	}
+	for _, f := range fips {
+		if o, _ := ownership.Parse(f.Tags); !liveSvc[o.UID] {
+			problems = append(problems, fmt.Sprintf("floating IP %s leaked for gone service %s", f.FloatingIP, o.Name))
+		}
+	}
+	return problems
+}
+
+// SIGKILL Raven at random moments during a burst of pod creates and deletes, restart it each time.
+func TestChaosKillsDuringBurst(t *testing.T) {
+	ensureRaven(t)
+	ns := newNamespace(t)
+	namespaceSubnet(t, ns)
+	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
+	var wg sync.WaitGroup
+	ops := *chaosOps
+	wg.Go(func() {
+		for i := range ops {
+			name := fmt.Sprintf("c-%d", i)
+			if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), podSpec(name), metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+			if i%3 == 2 { // delete one in three, some right after creation
+				victim := fmt.Sprintf("c-%d", rng.IntN(i+1))
+				_ = env.kube.CoreV1().Pods(ns).Delete(context.Background(), victim, metav1.DeleteOptions{})
+			}
+			time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+		}
+	})
+	kills := 0
+	for range *chaosKills {
+		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+		env.raven.kill()
+		kills++
+		startRaven(t, ravenOpts{})
+	}
+	wg.Wait()
+	took := checkInvariant(t, 3*time.Minute)
+	report(t, "kills during burst: %d pod operations, %d SIGKILLs, invariant holds %.1f s after the last operation", ops+ops/3, kills, took.Seconds())
+}
+
+// Neutron stopped for 20 s in the middle of a burst: Raven says not ready, does not crash, and catches up.
+func TestChaosNeutronDown(t *testing.T) {
+	r := ensureRaven(t)
+	ns := newNamespace(t)
+	namespaceSubnet(t, ns)
+	createPods(t, ns, "before", 10)
+	stackService(t, "stop-service", "neutron-server")
+	restarted := false
+	defer func() {
+		if !restarted {
+			stackService(t, "start-service", "neutron-server")
+		}
+	}()
+	createPods(t, ns, "during", 10)
+	eventually(t, 30*time.Second, "/readyz to report Neutron down", func() (bool, error) { return !r.ready(), nil })
+	time.Sleep(15 * time.Second)
+	if !r.running() {
+		t.Fatal("Raven exited while Neutron was down")
+	}
+	stackService(t, "start-service", "neutron-server")
+	restarted = true
+	back := time.Now()
+	eventually(t, 60*time.Second, "/readyz again", func() (bool, error) { return r.ready(), nil })
+	waitAllAnnotated(t, ns, 20, 2*time.Minute)
+	took := checkInvariant(t, 2*time.Minute)
+	report(t, "Neutron down 20 s during a burst of 20 pods: not ready meanwhile, converged %.1f s after Neutron returned (invariant %.1f s)",
+		time.Since(back).Seconds(), took.Seconds())
+}
+
+// Octavia stopped while a Service changes: Raven retries and converges when it returns.
+func TestChaosOctaviaDown(t *testing.T) {
+	ensureRaven(t)
+	ns := newNamespace(t)
+	createDeployment(t, ns, "oct", 2)
+	svc := createService(t, ns, "oct", nil)
+	waitMembers(t, ns, "oct", svc.UID, 2, 80)
+	stackService(t, "stop-service", "octavia")
+	restarted := false
+	defer func() {
+		if !restarted {
+			stackService(t, "start-service", "octavia")
+		}
+	}()
+	scale(t, ns, "oct", 4)
+	time.Sleep(10 * time.Second)
+	stackService(t, "start-service", "octavia")
+	restarted = true
+	back := time.Now()
+	waitMembers(t, ns, "oct", svc.UID, 4, 80)
+	took := checkInvariant(t, time.Minute)
+	report(t, "Octavia down 10 s during a scale 2→4: members right %.1f s after Octavia returned (invariant %.1f s)", time.Since(back).Seconds(), took.Seconds())
+}
+
+// kube-apiserver restarted: Raven's watches break; deletes made right after it returns are not missed.
+func TestChaosAPIServerRestart(t *testing.T) {
+	ensureRaven(t)
+	ns := newNamespace(t)
+	createPods(t, ns, "a", 6)
+	waitAllAnnotated(t, ns, 6, time.Minute)
+	stackService(t, "stop-service", "kube-apiserver")
+	stackService(t, "start-service", "kube-apiserver")
+	eventually(t, time.Minute, "the apiserver back", func() (bool, error) {
+		_, err := env.kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+		return err == nil, nil
+	})
+	back := time.Now()
+	for i := range 3 {
+		if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), fmt.Sprintf("a-%d", i), metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	createPods(t, ns, "b", 3)
+	took := checkInvariant(t, 2*time.Minute)
+	report(t, "kube-apiserver restarted, 3 deletes and 3 creates right after: invariant holds %.1f s after it returned (%.1f s of checking)",
+		time.Since(back).Seconds(), took.Seconds())
+}
+
+// A user edits or removes kuryr.org annotations, and deletes a load balancer in Octavia: Raven repairs.
+func TestChaosOutOfBandChanges(t *testing.T) {
+	ensureRaven(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createPod(t, ns, "edited")
+	createPod(t, ns, "stripped")
+	good := waitAnnotated(t, ns, "edited")
+	waitAnnotated(t, ns, "stripped")
+	patch := func(name, body string) {
+		if _, err := env.kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	patch("edited", `{"metadata":{"annotations":{"kuryr.org/neutron-port":"{not json"}}}`)
+	patch("stripped", `{"metadata":{"annotations":{"kuryr.org/neutron-port":null,"kuryr.org/neutron-subnet":null}}}`)
+	eventually(t, 30*time.Second, "both annotations restored", func() (bool, error) {
+		_, a := portAnnotation(t, ns, "edited")
+		_, b := portAnnotation(t, ns, "stripped")
+		return a != nil && a.ID == good.ID && b != nil, nil
+	})
+	report(t, "annotation edited to garbage and another removed: both restored in %.1f s, same port", time.Since(start).Seconds())
+
+	createDeployment(t, ns, "oob", 1)
+	svc := createService(t, ns, "oob", nil)
+	lb, _, _ := waitMembers(t, ns, "oob", svc.UID, 1, 80)
+	if err := env.os.LoadBalancing.DeleteLoadBalancer(ctx, lb.ID); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	eventually(t, 90*time.Second, "a new load balancer with its member", func() (bool, error) {
+		cur := serviceLB(t, svc.UID)
+		return cur != nil && cur.ID != lb.ID && cur.ProvisioningStatus == "ACTIVE", nil
+	})
+	waitMembers(t, ns, "oob", svc.UID, 1, 80)
+	report(t, "load balancer deleted in Octavia: rebuilt with its members in %.1f s", time.Since(start).Seconds())
+	checkInvariant(t, time.Minute)
+}
+
+// Bad input gets a Warning event while everything else keeps flowing.
+func TestChaosBadInput(t *testing.T) {
+	ensureRaven(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createDeployment(t, ns, "bad", 1)
+	svc := createService(t, ns, "bad", func(s *corev1.Service) {
+		s.Spec.ExternalIPs = []string{"192.0.2.1", "172.24.4.77", "172.24.4.78"}
+		s.Spec.Ports = []corev1.ServicePort{{Name: "a", Port: 80}, {Name: "b", Port: 81, Protocol: corev1.ProtocolUDP}, {Name: "c", Port: 82, Protocol: corev1.ProtocolSCTP}}
+	})
+	eventually(t, 90*time.Second, "the first external IP inside the subnet as floating IP, and a warning for the others", func() (bool, error) {
+		f := serviceFIPs(t, svc.UID)
+		return len(f) == 1 && f[0].FloatingIP == "172.24.4.77" && hasWarning(t, ns, "bad", "ExternalIPIgnored"), nil
+	})
+	report(t, "externalIPs [outside, inside, inside]: one floating IP (172.24.4.77), ExternalIPIgnored warnings for the others")
+
+	// Names at Kubernetes' limits: a 63-character namespace and a 253-character pod name.
+	long := strings.Repeat("n", 63-7) + "-" + randSuffix()
+	if _, err := env.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: long}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.kube.CoreV1().Namespaces().Delete(context.Background(), long, metav1.DeleteOptions{}) })
+	podName := strings.Repeat("p", 253)
+	createPod(t, long, podName)
+	ann := waitAnnotated(t, long, podName)
+	if ann.Name != podName {
+		t.Errorf("port name %q, want the 253-character pod name", ann.Name)
+	}
+	report(t, "63-character namespace and 253-character pod name: port created and named after the pod")
+
+	// A Neutron port quota: pods beyond it get a Warning event and their ports once the quota is raised.
+	qns := newNamespace(t)
+	namespaceSubnet(t, qns)
+	ports, err := env.os.Networking.ListPorts(ctx, openstack.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setQuota := func(n int) {
+		body := fmt.Sprintf(`{"quota":{"port":%d}}`, n)
+		req := exec.Command("curl", "-sf", "-X", "PUT", "-H", "Content-Type: application/json", "-d", body, env.vars["NEUTRON_URL"]+"/v2.0/quotas/fake_project_id")
+		if out, err := req.CombinedOutput(); err != nil {
+			t.Fatalf("setting the port quota: %v %s", err, out)
+		}
+	}
+	setQuota(len(ports))
+	defer setQuota(-1)
+	createPod(t, qns, "over-quota")
+	eventually(t, 60*time.Second, "a PortCreateQuotaExceeded warning on the pod", func() (bool, error) {
+		return hasWarning(t, qns, "over-quota", "PortCreateQuotaExceeded"), nil
+	})
+	setQuota(-1)
+	waitAnnotated(t, qns, "over-quota")
+	report(t, "port quota reached: Warning PortCreateQuotaExceeded on the pod, port made once the quota was raised")
+	checkInvariant(t, time.Minute)
+}
+
+// Raven never modifies or deletes what is not its cluster's: another cluster's port, a user's port on a
+// Raven network, and both survive resyncs and the deletion of that namespace.
+func TestChaosForeignObjectsUntouched(t *testing.T) {
+	ensureRaven(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createPod(t, ns, "mine")
+	ann := waitAnnotated(t, ns, "mine")
+	other := ownership.Owner{Cluster: "other", Kind: ownership.KindPod, UID: "00000000-0000-0000-0000-000000000001", Name: ns + "/ghost"}
+	foreign, err := env.os.Networking.CreatePort(ctx, openstack.PortSpec{Name: "other-cluster", NetworkID: ann.NetworkID, DeviceOwner: "raven:pod",
+		DeviceID: other.UID, Tags: other.Tags()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := env.os.Networking.CreatePort(ctx, openstack.PortSpec{Name: "users-own", NetworkID: ann.NetworkID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.os.Networking.DeletePort(context.Background(), foreign.ID)
+		_ = env.os.Networking.DeletePort(context.Background(), user.ID)
+	})
+	time.Sleep(8 * time.Second) // more than two resyncs and the orphan grace period
+	if err := env.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "a NetworkDelete warning (the network is in use by ports Raven does not own)", func() (bool, error) {
+		evs, err := env.kube.EventsV1().Events("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == ns && strings.HasPrefix(e.Reason, "NetworkDelete") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	for _, p := range []*openstack.Port{foreign, user} {
+		got, err := env.os.Networking.GetPort(ctx, p.ID)
+		if err != nil {
+			t.Fatalf("port %s (%s) was deleted: %v", p.Name, p.ID, err)
+		}
+		if got.RevisionNumber != p.RevisionNumber || got.Name != p.Name || got.DeviceID != p.DeviceID {
+			t.Errorf("port %s was modified: %+v", p.Name, got)
+		}
+	}
+	// Once they are gone, the namespace finishes.
+	_ = env.os.Networking.DeletePort(ctx, foreign.ID)
+	_ = env.os.Networking.DeletePort(ctx, user.ID)
+	eventually(t, 60*time.Second, "the namespace to go", func() (bool, error) {
+		_, err := env.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	report(t, "another cluster's port and a user's port on a Raven network: untouched through resyncs; the namespace waited for them with a NetworkDelete warning")
+}
