@@ -33,13 +33,17 @@ func tagsQuery(tags []string) string { return strings.Join(tags, ",") }
 type body map[string]any
 
 func (b body) ToPortCreateMap() (map[string]any, error)       { return b, nil }
-func (b body) ToPortUpdateMap() (map[string]any, error)       { return b, nil }
 func (b body) ToNetworkCreateMap() (map[string]any, error)    { return b, nil }
 func (b body) ToSubnetCreateMap() (map[string]any, error)     { return b, nil }
 func (b body) ToSubnetPoolCreateMap() (map[string]any, error) { return b, nil }
 func (b body) ToRouterCreateMap() (map[string]any, error)     { return b, nil }
 func (b body) ToFloatingIPCreateMap() (map[string]any, error) { return b, nil }
-func (b body) ToFloatingIPUpdateMap() (map[string]any, error) { return b, nil }
+
+// update is a request body for gophercloud's Update calls, which also read headers from a struct.
+type update struct{ body body }
+
+func (u update) ToPortUpdateMap() (map[string]any, error)       { return u.body, nil }
+func (u update) ToFloatingIPUpdateMap() (map[string]any, error) { return u.body, nil }
 
 func (n *neutron) Capabilities(ctx context.Context) (Capabilities, error) {
 	var caps Capabilities
@@ -281,7 +285,7 @@ func (n *neutron) UpdatePort(ctx context.Context, id string, u PortUpdate) (*Por
 		m["device_id"] = *u.DeviceID
 	}
 	out := new(Port)
-	if err := ports.Update(ctx, n.c, id, body{"port": m}).ExtractInto(out); err != nil {
+	if err := ports.Update(ctx, n.c, id, update{body{"port": m}}).ExtractInto(out); err != nil {
 		return nil, wrap("neutron port update", err)
 	}
 	return out, nil
@@ -321,7 +325,7 @@ func (n *neutron) UpdateFloatingIPPort(ctx context.Context, id, portID string) (
 		port = portID
 	}
 	out := new(FloatingIP)
-	err := floatingips.Update(ctx, n.c, id, body{"floatingip": map[string]any{"port_id": port}}).ExtractInto(out)
+	err := floatingips.Update(ctx, n.c, id, update{body{"floatingip": map[string]any{"port_id": port}}}).ExtractInto(out)
 	return out, wrap("neutron floatingip update", err)
 }
 

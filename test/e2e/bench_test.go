@@ -20,7 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/raven-net/raven/internal/annotations"
 	"github.com/raven-net/raven/internal/openstack"
@@ -51,33 +52,36 @@ func watchAnnotations(t testing.TB) *annotationWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &annotationWatch{added: map[string]time.Time{}, seen: map[string]time.Time{}, stop: cancel}
-	wi, err := env.kube.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{LabelSelector: benchLabel})
-	if err != nil {
+	// An informer, not a bare watch: it re-establishes the watch when the apiserver closes it under load.
+	factory := informers.NewSharedInformerFactoryWithOptions(env.kube, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = benchLabel }))
+	record := func(obj any, added bool) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		now := time.Now()
+		key := p.Namespace + "/" + p.Name
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if _, ok := w.added[key]; added && !ok {
+			w.added[key] = now
+		}
+		if _, ok := w.seen[key]; !ok && p.Annotations[annotations.PodPort] != "" {
+			w.seen[key] = now
+		}
+	}
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { record(o, true) },
+		UpdateFunc: func(_, o any) { record(o, false) },
+	}); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		defer wi.Stop()
-		for ev := range wi.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			now := time.Now()
-			key := p.Namespace + "/" + p.Name
-			w.mu.Lock()
-			if ev.Type == watch.Added {
-				if _, ok := w.added[key]; !ok {
-					w.added[key] = now
-				}
-			}
-			if p.Annotations[annotations.PodPort] != "" {
-				if _, ok := w.seen[key]; !ok {
-					w.seen[key] = now
-				}
-			}
-			w.mu.Unlock()
-		}
-	}()
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("pod informer did not sync")
+	}
 	return w
 }
 
