@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
@@ -31,6 +32,9 @@ type Index struct {
 	byPool map[string][]string
 	// claims are pool ports handed to pods whose new owner Neutron does not show yet.
 	claims map[string]claimed
+	// touched records when Raven last changed a port, so that a snapshot listed before the change does
+	// not undo it (a port created, deleted or claimed while the list was running).
+	touched map[string]time.Time
 }
 
 // NewIndex returns an empty index.
@@ -43,6 +47,8 @@ func NewIndex() *Index {
 
 // Snapshot is what Neutron holds for the cluster at one moment.
 type Snapshot struct {
+	// Started is when the listing began; changes Raven made after it win over the snapshot.
+	Started     time.Time
 	Networks    []openstack.Network
 	Subnets     []openstack.Subnet
 	Ports       []openstack.Port // pod and pool ports
@@ -51,7 +57,7 @@ type Snapshot struct {
 
 // List reads the snapshot with four list calls, whatever the number of namespaces and pods.
 func List(ctx context.Context, n openstack.Networking, c *Cluster) (*Snapshot, error) {
-	s := &Snapshot{}
+	s := &Snapshot{Started: time.Now()}
 	var err error
 	if s.Networks, err = n.ListNetworks(ctx, openstack.Filter{Tags: ownership.Selector(c.ID, ownership.KindNamespace)}); err != nil {
 		return nil, err
@@ -102,11 +108,32 @@ func (x *Index) Replace(cluster string, s *Snapshot) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.nets = nets
+	old, touched := x.ports, x.touched
+	newer := func(id string) bool { t, ok := touched[id]; return ok && t.After(s.Started) }
 	x.ports = map[string]openstack.Port{}
 	x.byUID = map[string][]string{}
 	x.byPool = map[string][]string{}
+	x.touched = map[string]time.Time{}
+	listed := map[string]bool{}
 	for _, p := range s.Ports {
+		listed[p.ID] = true
+		if newer(p.ID) {
+			if cur, ok := old[p.ID]; ok {
+				x.putLocked(cluster, cur) // changed after the listing began: Raven's view is newer
+			}
+			continue // deleted after the listing began
+		}
 		x.putLocked(cluster, p)
+	}
+	for id, cur := range old {
+		if !listed[id] && newer(id) {
+			x.putLocked(cluster, cur) // created after the listing began
+		}
+	}
+	for id, t := range touched {
+		if t.After(s.Started) {
+			x.touched[id] = t
+		}
 	}
 }
 
@@ -190,6 +217,14 @@ func (x *Index) PutPort(cluster string, p openstack.Port) {
 	defer x.mu.Unlock()
 	x.dropLocked(p.ID)
 	x.putLocked(cluster, p)
+	x.touch(p.ID)
+}
+
+func (x *Index) touch(id string) {
+	if x.touched == nil {
+		x.touched = map[string]time.Time{}
+	}
+	x.touched[id] = time.Now()
 }
 
 func (x *Index) putLocked(cluster string, p openstack.Port) {
@@ -215,6 +250,7 @@ func (x *Index) DropPort(id string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.dropLocked(id)
+	x.touch(id)
 }
 
 func (x *Index) dropLocked(id string) {
@@ -283,16 +319,19 @@ func (x *Index) claimLocked(id string, owner ownership.Owner, name string) opens
 	}
 	x.claims[id] = claimed{owner: owner, name: name}
 	p = applyClaim(p, owner, name)
+	x.touch(id)
 	x.ports[id] = p
 	x.byUID[owner.UID] = append(x.byUID[owner.UID], id)
 	return p
 }
 
-// Confirm forgets a claim once Neutron shows it (or the port is gone).
+// Confirm forgets a claim once Neutron shows it (or the port is gone). The touch keeps a listing that
+// began before Neutron changed from handing the port back to the pool.
 func (x *Index) Confirm(portID string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.claims, portID)
+	x.touch(portID)
 }
 
 type claimed struct {

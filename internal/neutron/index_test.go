@@ -1,0 +1,94 @@
+package neutron
+
+import (
+	"testing"
+	"time"
+
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+func TestReplaceKeepsChangesMadeWhileListing(t *testing.T) {
+	pod := func(id, uid string) openstack.Port {
+		return openstack.Port{ID: id, NetworkID: "n", Tags: ownership.Owner{Cluster: "c", Kind: ownership.KindPod, UID: uid}.Tags()}
+	}
+	pool := func(id string) openstack.Port {
+		return openstack.Port{ID: id, NetworkID: "n", Tags: ownership.Owner{Cluster: "c", Kind: ownership.KindPool}.Tags()}
+	}
+	owner := ownership.Owner{Cluster: "c", Kind: ownership.KindPod, UID: "u-claim"}
+	cases := []struct {
+		name   string
+		before func(x *Index)               // before the listing begins
+		during func(x *Index)               // while Neutron is listed
+		listed []openstack.Port             // what the listing returned
+		check  func(t *testing.T, x *Index) // after Replace
+	}{
+		{
+			name:   "a port created while listing is kept",
+			during: func(x *Index) { x.PutPort("c", pod("p1", "u1")) },
+			check: func(t *testing.T, x *Index) {
+				if len(x.PortsOf("u1")) != 1 {
+					t.Fatal("the new port was forgotten")
+				}
+			},
+		},
+		{
+			name:   "a port deleted while listing does not come back",
+			before: func(x *Index) { x.PutPort("c", pod("p1", "u1")) },
+			during: func(x *Index) { x.DropPort("p1") },
+			listed: []openstack.Port{pod("p1", "u1")},
+			check: func(t *testing.T, x *Index) {
+				if len(x.PortsOf("u1")) != 0 {
+					t.Fatal("the deleted port came back")
+				}
+			},
+		},
+		{
+			name:   "a pool port claimed before the listing stays claimed while Neutron still shows it free",
+			before: func(x *Index) { x.PutPort("c", pool("p1")); x.Claim("n", owner, "pod") },
+			listed: []openstack.Port{pool("p1")},
+			check: func(t *testing.T, x *Index) {
+				if x.FreeIn("n") != 0 || len(x.PortsOf("u-claim")) != 1 {
+					t.Fatal("a claimed port went back to the pool: it could be given twice")
+				}
+			},
+		},
+		{
+			name:   "a claim confirmed while listing stays with its pod",
+			before: func(x *Index) { x.PutPort("c", pool("p1")); x.Claim("n", owner, "pod") },
+			during: func(x *Index) { x.Confirm("p1") },
+			listed: []openstack.Port{pool("p1")},
+			check: func(t *testing.T, x *Index) {
+				if x.FreeIn("n") != 0 || len(x.PortsOf("u-claim")) != 1 {
+					t.Fatal("a confirmed claim was undone by an older listing")
+				}
+			},
+		},
+		{
+			name:   "an untouched port follows the listing",
+			before: func(x *Index) { x.PutPort("c", pod("p1", "u1")) },
+			listed: nil,
+			check: func(t *testing.T, x *Index) {
+				if len(x.PortsOf("u1")) != 0 {
+					t.Fatal("a port deleted out of band stayed in the index")
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			x := NewIndex()
+			if tc.before != nil {
+				tc.before(x)
+			}
+			time.Sleep(2 * time.Millisecond)
+			snap := &Snapshot{Started: time.Now(), Ports: tc.listed}
+			time.Sleep(2 * time.Millisecond)
+			if tc.during != nil {
+				tc.during(x)
+			}
+			x.Replace("c", snap)
+			tc.check(t, x)
+		})
+	}
+}
