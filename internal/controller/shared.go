@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/raven-net/raven/internal/openstack"
 )
@@ -51,4 +55,10 @@ func Reason(prefix string, err error) string {
 // Message is the note of a Warning event: what failed and why, without secrets.
 func Message(what string, err error) string {
 	return fmt.Sprintf("%s: %v", what, err)
+}
+
+// RateLimiter retries failed objects from 5 ms doubling up to 30 s, so that an object recovers within
+// half a minute of an OpenStack outage ending (controller-runtime's default waits up to 1000 s).
+func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 30*time.Second)
 }

@@ -99,3 +99,10 @@ func (b *Batcher) send(batch []*createReq) {
 		r.done <- createRes{port: p, err: err}
 	}
 }
+
+// Busy reports whether pod ports are waiting for Neutron or being created.
+func (b *Batcher) Busy() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue) > 0 || b.running > 0
+}

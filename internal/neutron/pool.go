@@ -97,8 +97,20 @@ func (p *Pools) enqueue(c claim) {
 	}
 }
 
+// yield waits, up to limit, while pods wait for Neutron: pool upkeep must not slow down a burst.
+func (p *Pools) yield(ctx context.Context, limit time.Duration) {
+	if p.M.B == nil {
+		return
+	}
+	deadline := time.Now().Add(limit)
+	for p.M.B.Busy() && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // complete makes Neutron show the claim: the pod's name, UID and tags.
 func (p *Pools) complete(ctx context.Context, c claim) {
+	p.yield(ctx, 30*time.Second)
 	name, dev := c.pod.Name, c.pod.UID
 	_, err := p.M.N.UpdatePort(ctx, c.portID, openstack.PortUpdate{Name: &name, DeviceID: &dev})
 	if err == nil {
@@ -161,6 +173,7 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet) {
 		if n <= 0 {
 			return
 		}
+		p.yield(ctx, 30*time.Second)
 		specs := make([]openstack.PortSpec, n)
 		for i := range specs {
 			specs[i] = openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, SubnetID: nn.Subnet.ID,

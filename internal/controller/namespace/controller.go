@@ -8,6 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	ravenctrl "github.com/raven-net/raven/internal/controller"
 )
 
 // SetupWithManager watches namespaces and repair requests from the resync.
@@ -16,6 +18,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, repairs 
 		Named("namespace").
 		For(&corev1.Namespace{}).
 		WatchesRawSource(source.Channel(repairs, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: ravenctrl.RateLimiter()}).
 		Complete(r)
 }

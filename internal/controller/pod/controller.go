@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/raven-net/raven/internal/annotations"
+	ravenctrl "github.com/raven-net/raven/internal/controller"
 )
 
 // IndexFields registers the cache indexes the reconciler uses.
@@ -51,7 +52,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, repairs 
 		For(&corev1.Pod{}, builder.WithPredicates(relevant)).
 		Watches(&corev1.Namespace{}, podsOf, builder.WithPredicates(networkChanged)).
 		WatchesRawSource(source.Channel(repairs, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: ravenctrl.RateLimiter()}).
 		Complete(r)
 }
 

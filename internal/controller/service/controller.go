@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	ravenctrl "github.com/raven-net/raven/internal/controller"
 )
 
 // SetupWithManager watches Services, their EndpointSlices, and repair requests from the resync.
@@ -30,6 +32,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, repairs 
 		For(&corev1.Service{}).
 		Watches(&discoveryv1.EndpointSlice{}, toService).
 		WatchesRawSource(source.Channel(repairs, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: ravenctrl.RateLimiter()}).
 		Complete(r)
 }
