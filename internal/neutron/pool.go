@@ -33,6 +33,7 @@ type Pools struct {
 	Cfg PoolConfig
 
 	mu        sync.Mutex
+	lastTake  time.Time
 	refilling map[string]bool
 	closed    map[string]bool
 	finish    chan claim
@@ -71,6 +72,9 @@ func (p *Pools) Start(ctx context.Context, workers int) {
 // Take hands the pod a free port of its namespace's pool, if there is one, and tops the pool up.
 func (p *Pools) Take(nn *NamespaceNet, pod PodRef, owner ownership.Owner) (openstack.Port, bool) {
 	port, ok := p.M.X.Claim(nn.Network.ID, owner, pod.Name)
+	p.mu.Lock()
+	p.lastTake = time.Now()
+	p.mu.Unlock()
 	p.Kick(nn)
 	if ok {
 		p.enqueue(claim{portID: port.ID, owner: owner, pod: pod})
@@ -97,13 +101,17 @@ func (p *Pools) enqueue(c claim) {
 	}
 }
 
-// yield waits, up to limit, while pods wait for Neutron: pool upkeep must not slow down a burst.
+// yield waits, up to limit, while pods are arriving (one took a port in the last half second) or wait
+// for Neutron: pool upkeep must not take CPU and Neutron time from a burst.
 func (p *Pools) yield(ctx context.Context, limit time.Duration) {
-	if p.M.B == nil {
-		return
-	}
 	deadline := time.Now().Add(limit)
-	for p.M.B.Busy() && time.Now().Before(deadline) && ctx.Err() == nil {
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		p.mu.Lock()
+		recent := time.Since(p.lastTake) < 500*time.Millisecond
+		p.mu.Unlock()
+		if !recent && (p.M.B == nil || !p.M.B.Busy()) {
+			return
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
