@@ -76,7 +76,7 @@ func plotCDF(path string, series map[string][]float64) error {
 		for j := 1; j < len(s); j++ {
 			line(px(s[j-1]), py(float64(j)/float64(len(s))), px(s[j]), py(float64(j+1)/float64(len(s))), c)
 		}
-		text(W-right-260, top+20+16*i, fmt.Sprintf("%s (n=%d)", name, len(s)), c)
+		text(W-right-330, top+20+16*i, fmt.Sprintf("%s (n=%d)", name, len(s)), c)
 	}
 	f, err := os.Create(path)
 	if err != nil {

@@ -3,6 +3,7 @@ package orphan
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -141,19 +142,32 @@ func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 			}
 		}
 	}
-	var errs []error
+	// Deletes run a few at a time: a deleted namespace can leave hundreds of ports behind.
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 4)
+	)
 	for _, port := range s.Neutron.X.PortsOfKind(ownership.KindPod) {
 		o, _ := ownership.Parse(port.Tags)
 		if live[o.UID] || !s.old(port.CreatedAt, now) {
 			continue
 		}
-		if _, err := s.Neutron.ReleasePorts(ctx, o.UID); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		log.Info("Deleted orphan port", "port", port.ID, "owner", o.Name, "podUID", o.UID)
-		s.swept("port")
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := s.Neutron.ReleasePorts(ctx, o.UID); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
+			}
+			log.Info("Deleted orphan port", "port", port.ID, "owner", o.Name, "podUID", o.UID)
+			s.swept("port")
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
