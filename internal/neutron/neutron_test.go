@@ -113,7 +113,7 @@ func TestEnsureNamespaceAndPort(t *testing.T) {
 			if tc.prepare != nil {
 				tc.prepare(t, n, m, nn)
 			}
-			port, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}, nn)
+			port, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}, nn, "")
 			if got := openstack.KindOf(err); (err != nil || tc.wantErr != "") && got != tc.wantErr {
 				t.Fatalf("err = %v (%s), want kind %q", err, got, tc.wantErr)
 			}
@@ -143,7 +143,7 @@ func TestDeleteNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}, nn); err != nil {
+	if _, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}, nn, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.DeleteNamespace(ctx, "ns-uid"); !errors.Is(err, ErrPortsRemain) {
@@ -175,5 +175,37 @@ func TestDeleteNamespace(t *testing.T) {
 	}
 	if m.X.Network("ns-uid") != nil {
 		t.Fatal("index still has the network")
+	}
+}
+
+func TestEnsurePortKeepsTheAnnouncedDuplicate(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m := setup(t, n)
+	nn, err := m.EnsureNamespace(ctx, "ns-uid", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: "uid-1", Name: "ns/p"}
+	var ids []string
+	for range 2 {
+		p, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: nn.Network.ID, DeviceID: "uid-1", Tags: owner.Tags()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	snap, _ := List(ctx, n, m.C)
+	m.X.Replace("c1", snap)
+	// The pod already announces the newer port: it keeps its address, the older duplicate goes.
+	port, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}, nn, ids[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if port.ID != ids[1] {
+		t.Fatalf("kept %s, want the announced %s", port.ID, ids[1])
+	}
+	if _, ok := n.Ports[ids[0]]; ok {
+		t.Fatal("the duplicate is still in Neutron")
 	}
 }

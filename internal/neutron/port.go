@@ -17,12 +17,24 @@ type PodRef struct {
 }
 
 // EnsurePort returns the pod's port on nn, creating it when the pod has none. Extra ports of the pod
-// (a duplicate left by a crash, or a port on a network the namespace no longer has) are deleted.
-func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet) (port openstack.Port, created bool, err error) {
+// (a duplicate left by a crash, or a port on a network the namespace no longer has) are deleted; the port
+// named by preferred (the one the pod's annotation already announces) is the one kept, so that a running
+// pod never changes its address.
+func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, preferred string) (port openstack.Port, created bool, err error) {
+	ports := m.X.PortsOf(pod.UID)
 	var keep *openstack.Port
-	for _, p := range m.X.PortsOf(pod.UID) {
+	for i := range ports {
+		if ports[i].ID == preferred && ports[i].NetworkID == nn.Network.ID {
+			keep = &ports[i]
+		}
+	}
+	for i := range ports {
+		p := ports[i]
 		if keep == nil && p.NetworkID == nn.Network.ID {
-			keep = &p
+			keep = &ports[i]
+			continue
+		}
+		if keep != nil && p.ID == keep.ID {
 			continue
 		}
 		if err := m.deletePort(ctx, p.ID); err != nil {

@@ -135,11 +135,11 @@ func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 		p := &pods.Items[i]
 		live[string(p.UID)] = true
 		// A pod whose annotated port is gone from Neutron (deleted out of band) goes back to its reconciler.
+		// So does a pod with two ports (a create that finished after a crashed Raven's successor listed).
 		var ann annotations.Port
-		if ok, _ := annotations.Decode(p.Annotations, annotations.PodPort, &ann); ok {
-			if !hasPort(s.Neutron.X.PortsOf(string(p.UID)), ann.ID) {
-				s.PodRepairs <- event.GenericEvent{Object: p}
-			}
+		ports := s.Neutron.X.PortsOf(string(p.UID))
+		if ok, _ := annotations.Decode(p.Annotations, annotations.PodPort, &ann); ok && !hasPort(ports, ann.ID) || len(ports) > 1 {
+			s.PodRepairs <- event.GenericEvent{Object: p}
 		}
 	}
 	// Deletes run a few at a time: a deleted namespace can leave hundreds of ports behind.

@@ -68,7 +68,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.V(3).Info("Waiting for the namespace network")
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 	}
-	port, created, err := r.Neutron.EnsurePort(ctx, neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}, nn)
+	var announced annotations.Port
+	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
+	port, created, err := r.Neutron.EnsurePort(ctx, neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}, nn, announced.ID)
 	if err != nil {
 		r.warn(&pod, "PortCreate", "creating the Neutron port", err)
 		return reconcile.Result{}, err
