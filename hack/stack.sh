@@ -20,7 +20,15 @@ export GOTOOLCHAIN=local
 log() { printf '[stack %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# alive PIDFILE: the process runs (a zombie left by a parent that does not reap does not count).
+alive() {
+  [[ -f $1 ]] || return 1
+  local pid state
+  pid=$(cat "$1")
+  kill -0 "$pid" 2>/dev/null || return 1
+  state=$(ps -o stat= -p "$pid" 2>/dev/null) || return 1
+  [[ $state != Z* ]]
+}
 
 is_up() {
   [[ -f $STACK_DIR/env && -d $STACK_DIR/pids ]] || return 1
@@ -56,7 +64,7 @@ stop_service() {
   [[ -f $f ]] || die "no service $1"
   pid=$(cat "$f")
   kill -TERM -- "-$pid" 2>/dev/null || true
-  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 100); do alive "$f" || break; sleep 0.1; done
   kill -KILL -- "-$pid" 2>/dev/null || true
   pkill -KILL -g "$pid" 2>/dev/null || true
   log "stopped $1"
@@ -434,7 +442,7 @@ down_quiet() {
   done
   local deadline=$((SECONDS + 10))
   for pid in "${pids[@]}"; do
-    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+    while [[ $(ps -o stat= -p "$pid" 2>/dev/null) == [^Z]* ]] && ((SECONDS < deadline)); do sleep 0.1; done
     kill -KILL -- "-$pid" 2>/dev/null || true
   done
   # Children that outlive their group leader (forked neutron workers) still carry its process group id.
