@@ -37,10 +37,13 @@ is_up() {
 }
 
 declare -A TAKEN=()
+# freeport picks a free port below the kernel's ephemeral range: a client retrying a stopped service on an
+# ephemeral port can connect to itself and leave a TIME-WAIT that keeps the service from binding again.
+EPHEMERAL_LOW=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 freeport() {
   local p
   while :; do
-    p=$((20000 + RANDOM % 30000))
+    p=$((10000 + RANDOM % (EPHEMERAL_LOW - 10000)))
     [[ -n ${TAKEN[$p]:-} ]] && continue
     ss -Hltn "sport = :$p" | grep -q . && continue
     TAKEN[$p]=1
