@@ -197,6 +197,10 @@ func TestChaosNeutronDown(t *testing.T) {
 		if !restarted {
 			stackService(t, "start-service", "neutron-server")
 		}
+		eventually(t, time.Minute, "Neutron to answer again", func() (bool, error) {
+			_, err := env.os.Networking.Capabilities(context.Background())
+			return err == nil, nil
+		})
 	}()
 	createPods(t, ns, "during", 10)
 	eventually(t, 30*time.Second, "/readyz to report Neutron down", func() (bool, error) { return !r.ready(), nil })
@@ -233,6 +237,10 @@ func TestChaosOctaviaDown(t *testing.T) {
 	stackService(t, "start-service", "octavia")
 	restarted = true
 	back := time.Now()
+	eventually(t, time.Minute, "Octavia to answer again", func() (bool, error) {
+		_, err := env.os.LoadBalancing.ListLoadBalancers(context.Background(), nil)
+		return err == nil, nil
+	})
 	waitMembers(t, ns, "oct", svc.UID, 4, 80)
 	took := checkInvariant(t, time.Minute)
 	report(t, "Octavia down 10 s during a scale 2→4: members right %.1f s after Octavia returned (invariant %.1f s)", time.Since(back).Seconds(), took.Seconds())
@@ -325,7 +333,11 @@ func TestChaosBadInput(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.kube.CoreV1().Namespaces().Delete(context.Background(), long, metav1.DeleteOptions{}) })
 	podName := strings.Repeat("p", 253)
-	createPod(t, long, podName)
+	longPod := podSpec("x")
+	longPod.Name, longPod.Labels = podName, nil // a label value is limited to 63 characters
+	if _, err := env.kube.CoreV1().Pods(long).Create(ctx, longPod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	ann := waitAnnotated(t, long, podName)
 	if ann.Name != podName {
 		t.Errorf("port name %q, want the 253-character pod name", ann.Name)
