@@ -107,10 +107,27 @@ func waitAllAnnotated(t testing.TB, ns string, want int, timeout time.Duration) 
 	return pods.Items
 }
 
-// checkOnePortPerPod asserts the invariant: every live pod of ns has exactly one port (by device_id),
-// its annotation names that port with the same IP and MAC, and no port of the namespace belongs to a pod
-// that is gone.
+// checkOnePortPerPod asserts the invariant for one namespace: every live pod has exactly one port (by
+// device_id), its annotation names that port with the same IP and MAC, and no port of the namespace belongs
+// to a pod that is gone. A pod that took a pool port shows in Neutron once Raven has recorded the claim
+// (off the critical path), so the check retries for up to 30 s before it reports.
 func checkOnePortPerPod(t testing.TB, ns string) {
+	t.Helper()
+	var problems []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		problems = onePortPerPodProblems(t, ns)
+		if len(problems) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+func onePortPerPodProblems(t testing.TB, ns string) []string {
 	t.Helper()
 	pods, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -123,29 +140,31 @@ func checkOnePortPerPod(t testing.TB, ns string) {
 			byDevice[p.DeviceID] = append(byDevice[p.DeviceID], p)
 		}
 	}
+	var problems []string
 	live := map[string]bool{}
 	for _, p := range pods.Items {
 		live[string(p.UID)] = true
 		ports := byDevice[string(p.UID)]
 		if len(ports) != 1 {
-			t.Errorf("pod %s has %d ports, want 1", p.Name, len(ports))
+			problems = append(problems, fmt.Sprintf("pod %s has %d ports, want 1", p.Name, len(ports)))
 			continue
 		}
 		var ann annotations.Port
 		if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &ann); !ok || err != nil {
-			t.Errorf("pod %s: annotation missing or bad (%v)", p.Name, err)
+			problems = append(problems, fmt.Sprintf("pod %s: annotation missing or bad (%v)", p.Name, err))
 			continue
 		}
 		if ann.ID != ports[0].ID || ann.MACAddress != ports[0].MACAddress || ann.FixedIPs[0].IPAddress != ports[0].FixedIPs[0].IPAddress {
-			t.Errorf("pod %s: annotation %s/%s/%s does not match port %s/%s/%s", p.Name, ann.ID, ann.MACAddress, ann.FixedIPs[0].IPAddress,
-				ports[0].ID, ports[0].MACAddress, ports[0].FixedIPs[0].IPAddress)
+			problems = append(problems, fmt.Sprintf("pod %s: annotation %s/%s/%s does not match port %s/%s/%s", p.Name, ann.ID, ann.MACAddress,
+				ann.FixedIPs[0].IPAddress, ports[0].ID, ports[0].MACAddress, ports[0].FixedIPs[0].IPAddress))
 		}
 	}
 	for dev, ports := range byDevice {
 		if !live[dev] {
-			t.Errorf("%d leaked port(s) for gone pod %s", len(ports), dev)
+			problems = append(problems, fmt.Sprintf("%d leaked port(s) for gone pod %s", len(ports), dev))
 		}
 	}
+	return problems
 }
 
 func namespaceSubnet(t testing.TB, ns string) netip.Prefix {
