@@ -33,17 +33,17 @@ test-unit: ## Unit tests; no service needed.
 .PHONY: test-e2e
 test-e2e: ## E2e tests on the real stack (Kubernetes, Neutron, Octavia on 127.0.0.1).
 	@mkdir -p $(BIN)
-	$(GO) test -tags e2e -count=1 -timeout 50m -v ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\[stack|\[build|\[install' ; exit $${PIPESTATUS[0]}
+	$(GO) test -tags e2e -count=1 -timeout 50m -v ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\[stack|\[build|\[install' ; exit $${PIPESTATUS[0]}
 
 .PHONY: bench
 bench: ## Benchmark on the real stack: its own floor, then Raven (bench/results/latest.{json,md}, latency.png).
 	@mkdir -p $(BIN) bench/results
-	$(GO) test -tags e2e,bench -count=1 -timeout 60m -v -run TestBenchmark ./test/e2e/ $(BENCH_ARGS) 2>&1 | tee $(BIN)/bench.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\| ' ; exit $${PIPESTATUS[0]}
+	$(GO) test -tags e2e,bench -count=1 -timeout 60m -v -run TestBenchmark ./test/e2e/ $(BENCH_ARGS) 2>&1 | tee $(BIN)/bench.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\| ' ; exit $${PIPESTATUS[0]}
 
 .PHONY: chaos
 chaos: ## The long fault-injection suite (the bounded version runs in make test), plus 30 s of each fuzzer.
 	@mkdir -p $(BIN)
-	$(GO) test -tags e2e -count=1 -timeout 60m -v -run Chaos ./test/e2e/ -args -chaos.kills=5 -chaos.ops=200 -chaos.report 2>&1 | tee $(BIN)/chaos.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness' ; test $${PIPESTATUS[0]} -eq 0
+	$(GO) test -tags e2e -count=1 -timeout 60m -v -run Chaos ./test/e2e/ -args -chaos.kills=5 -chaos.ops=200 -chaos.report 2>&1 | tee $(BIN)/chaos.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness' ; test $${PIPESTATUS[0]} -eq 0
 	$(GO) test -run '^$$' -fuzz FuzzDecodePort -fuzztime 30s ./internal/annotations/
 	$(GO) test -run '^$$' -fuzz FuzzFloatingIP -fuzztime 30s ./internal/controller/service/
 	$(GO) test -run '^$$' -fuzz FuzzUpperHalf -fuzztime 30s ./internal/neutron/
