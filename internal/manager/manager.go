@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/raven-net/raven/internal/config"
@@ -72,6 +74,11 @@ func Run(ctx context.Context, o config.Options) error {
 	nm.B = &neutron.Batcher{N: clients.Networking, Max: 50, InFlight: 2, Created: func(p openstack.Port) { nm.X.PutPort(o.ClusterID, p) }}
 	if o.Pools.Enabled {
 		nm.P = &neutron.Pools{M: nm, Cfg: neutron.PoolConfig{MinFree: o.Pools.MinFree, Batch: o.Pools.Batch, Max: o.Pools.Max}}
+		crmetrics.Registry.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raven_port_pool_free_ports", Help: "Ready ports waiting in the pools, all namespaces."},
+				func() float64 { return float64(nm.X.FreeTotal()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raven_port_pool_refills_in_progress", Help: "Namespace pools being refilled now."},
+				func() float64 { return float64(nm.P.Refilling()) }))
 	}
 	recorder := mgr.GetEventRecorder("raven")
 	podRepairs := make(chan event.GenericEvent, 1024)

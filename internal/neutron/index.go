@@ -343,3 +343,14 @@ func applyClaim(p openstack.Port, owner ownership.Owner, name string) openstack.
 	p.Name, p.DeviceID, p.Tags = name, owner.UID, owner.Tags()
 	return p
 }
+
+// FreeTotal counts the free pool ports of every network.
+func (x *Index) FreeTotal() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	n := 0
+	for _, ids := range x.byPool {
+		n += len(ids)
+	}
+	return n
+}

@@ -198,3 +198,10 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet) {
 		log.V(2).Info("Refilled port pool", "created", len(ports), "free", p.M.X.FreeIn(nn.Network.ID))
 	}
 }
+
+// Refilling is the number of pools being refilled now.
+func (p *Pools) Refilling() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.refilling)
+}

@@ -359,7 +359,7 @@ func TestBenchmark(t *testing.T) {
 			keys = append(keys, ns+"/"+name)
 		}
 	}
-	waitPoolsSettled(t)
+	waitRefillsDone(t, r)
 	calls0, _ := r.openstackCalls(t)
 	cpu0, _, _ := procStat(t, r.cmd.Process.Pid)
 	burstStart := time.Now()
@@ -407,7 +407,7 @@ func TestBenchmark(t *testing.T) {
 		ports, err := env.os.Networking.ListPorts(ctx, openstack.Filter{Tags: ownership.Owner{Cluster: env.cluster, Kind: ownership.KindPool, Name: warmNS}.Tags()})
 		return len(ports) >= *benchWarm, err
 	})
-	waitPoolsSettled(t)
+	waitRefillsDone(t, r)
 	warm := map[string][]string{}
 	var warmKeys []string
 	for i := range *benchWarm {
@@ -534,4 +534,19 @@ func floorSpec(network, subnet string, i int) openstack.PortSpec {
 	o := ownership.Owner{Cluster: "bench-floor", Kind: ownership.KindPod, UID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i), Name: "bench/floor"}
 	return openstack.PortSpec{NetworkID: network, SubnetID: subnet, Name: fmt.Sprintf("floor-%d", i), DeviceOwner: "raven:pod",
 		DeviceID: o.UID, Description: "pod bench/floor", Tags: o.Tags()}
+}
+
+// waitRefillsDone waits until Raven has refilled every port pool (none for 3 s), so that pool upkeep does not
+// mix into the next measurement.
+func waitRefillsDone(t testing.TB, r *Raven) {
+	t.Helper()
+	quiet := 0
+	eventually(t, 5*time.Minute, "every port pool refilled", func() (bool, error) {
+		if r.metric(t, "raven_port_pool_refills_in_progress", nil) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		return quiet >= 30, nil
+	})
 }
