@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -56,6 +58,9 @@ func Run(ctx context.Context, o config.Options) error {
 		Cache: cache.Options{
 			// Raven never reads managedFields; dropping them keeps the caches small.
 			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Pod{}: {Transform: slimPod},
+			},
 		},
 		LeaderElection:                o.LeaderElection.Enabled,
 		LeaderElectionID:              "raven-" + o.ClusterID,
@@ -186,3 +191,20 @@ func openstackCheck(n openstack.Networking) healthz.Checker {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// slimPod keeps only what Raven reads of a pod (identity, annotations, labels, hostNetwork, node, phase),
+// so that a cluster of thousands of pods costs little memory.
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{
+		TypeMeta:   p.TypeMeta,
+		ObjectMeta: p.ObjectMeta,
+		Spec:       corev1.PodSpec{HostNetwork: p.Spec.HostNetwork, NodeName: p.Spec.NodeName},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP},
+	}
+	slim.ManagedFields = nil
+	return slim, nil
+}
