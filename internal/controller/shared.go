@@ -7,7 +7,11 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/raven-net/raven/internal/annotations"
 
 	"github.com/raven-net/raven/internal/openstack"
 )
@@ -61,4 +65,26 @@ func Message(what string, err error) string {
 // half a minute of an OpenStack outage ending (controller-runtime's default waits up to 1000 s).
 func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 30*time.Second)
+}
+
+// SetFinalizer adds (present) or removes Raven's finalizer on obj with a merge patch. The optimistic lock
+// keeps other controllers' finalizers intact. A vanished object is not an error.
+func SetFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string, present bool) error {
+	if controllerutil.ContainsFinalizer(obj, finalizer) == present {
+		return nil
+	}
+	orig, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("cannot copy %T", obj)
+	}
+	if present {
+		controllerutil.AddFinalizer(obj, finalizer)
+	} else {
+		controllerutil.RemoveFinalizer(obj, finalizer)
+	}
+	err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(annotations.FieldManager))
+	if err = client.IgnoreNotFound(err); err != nil {
+		return fmt.Errorf("updating the finalizer: %w", err)
+	}
+	return nil
 }

@@ -42,23 +42,7 @@ func TestLeastPrivilegeClusterRole(t *testing.T) {
 	if len(role.Rules) == 0 {
 		t.Fatal("no ClusterRole in deploy/rbac.yaml")
 	}
-	role.Name = "e2e-raven-" + randSuffix()
-	role.ResourceVersion = ""
-	if _, err := env.kube.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "raven-unprivileged"}},
-	}
-	if _, err := env.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = env.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
-		_ = env.kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
-	})
+	bindUnprivileged(t, &role)
 
 	r := startRaven(t, ravenOpts{kubeconfig: env.vars["STACK_UNPRIVILEGED_KUBECONFIG"],
 		args: []string{"--leader-elect", "--leader-election-namespace=default"}})
@@ -216,4 +200,28 @@ func TestKeystoneAuthenticatedRun(t *testing.T) {
 		t.Errorf("%v requests were refused as unauthorized", v)
 	}
 	r.stop()
+}
+
+// bindUnprivileged creates the ClusterRole under a fresh name and binds the stack's unprivileged user to
+// it, for the rest of the test.
+func bindUnprivileged(t testing.TB, role *rbacv1.ClusterRole) {
+	t.Helper()
+	ctx := context.Background()
+	role.Name = "e2e-raven-" + randSuffix()
+	role.ResourceVersion = ""
+	if _, err := env.kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "raven-unprivileged"}},
+	}
+	if _, err := env.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = env.kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
 }

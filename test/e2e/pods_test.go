@@ -346,7 +346,6 @@ func TestKilledBetweenPortCreateAndAnnotation(t *testing.T) {
 
 	// An identity that can do everything Raven does except patch pods.
 	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-raven-no-pod-patch-" + randSuffix()},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"pods", "namespaces", "services", "nodes"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"namespaces", "services"}, Verbs: []string{"patch", "update"}},
@@ -354,21 +353,7 @@ func TestKilledBetweenPortCreateAndAnnotation(t *testing.T) {
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 		},
 	}
-	if _, err := env.kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "raven-unprivileged"}},
-	}
-	if _, err := env.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = env.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
-		_ = env.kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
-	})
+	bindUnprivileged(t, role)
 
 	const n = 10
 	createPods(t, ns, "crash", n)

@@ -3,7 +3,6 @@ package namespace
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,10 +50,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		log.V(1).Info("Removed namespace network")
-		return reconcile.Result{}, r.setFinalizer(ctx, &ns, false)
+		return reconcile.Result{}, controller.SetFinalizer(ctx, r.Client, &ns, annotations.NamespaceFinalizer, false)
 	}
 	// The finalizer goes on before the first OpenStack write, so nothing can be left behind.
-	if err := r.setFinalizer(ctx, &ns, true); err != nil {
+	if err := controller.SetFinalizer(ctx, r.Client, &ns, annotations.NamespaceFinalizer, true); err != nil {
 		return reconcile.Result{}, err
 	}
 	nn, err := r.Neutron.EnsureNamespace(ctx, string(ns.UID), ns.Name)
@@ -85,24 +84,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Recorder.Eventf(&ns, nil, corev1.EventTypeNormal, "NetworkReady", "Annotate", "network %s, subnet %s (%s)", nn.Network.ID, nn.Subnet.ID, nn.Subnet.CIDR)
 	}
 	return reconcile.Result{}, nil
-}
-
-func (r *Reconciler) setFinalizer(ctx context.Context, ns *corev1.Namespace, present bool) error {
-	if controllerutil.ContainsFinalizer(ns, annotations.NamespaceFinalizer) == present {
-		return nil
-	}
-	orig := ns.DeepCopy()
-	if present {
-		controllerutil.AddFinalizer(ns, annotations.NamespaceFinalizer)
-	} else {
-		controllerutil.RemoveFinalizer(ns, annotations.NamespaceFinalizer)
-	}
-	// An optimistic lock keeps the finalizer list of other controllers intact.
-	err := r.Client.Patch(ctx, ns, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(annotations.FieldManager))
-	if err != nil {
-		return fmt.Errorf("updating the finalizer: %w", client.IgnoreNotFound(err))
-	}
-	return nil
 }
 
 func (r *Reconciler) warn(ns *corev1.Namespace, action, what string, err error) {

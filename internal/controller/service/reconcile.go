@@ -65,15 +65,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		klog.FromContext(ctx).V(1).Info("Removed load balancer")
 		if Served(&svc) || svc.DeletionTimestamp != nil {
-			return reconcile.Result{}, r.setFinalizer(ctx, &svc, false)
+			return reconcile.Result{}, controller.SetFinalizer(ctx, r.Client, &svc, annotations.ServiceFinalizer, false)
 		}
 		// Became headless or ExternalName: drop the annotations as well.
 		if err := r.patchAnnotations(ctx, &svc, map[string]*string{annotations.ServiceVIP: nil, annotations.ServicePools: nil}); err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, r.setFinalizer(ctx, &svc, false)
+		return reconcile.Result{}, controller.SetFinalizer(ctx, r.Client, &svc, annotations.ServiceFinalizer, false)
 	}
-	if err := r.setFinalizer(ctx, &svc, true); err != nil {
+	if err := controller.SetFinalizer(ctx, r.Client, &svc, annotations.ServiceFinalizer, true); err != nil {
 		return reconcile.Result{}, err
 	}
 	res, err := r.ensure(ctx, &svc)
@@ -421,20 +421,6 @@ func (r *Reconciler) subnetFor(ip string) string {
 		}
 	}
 	return ""
-}
-
-func (r *Reconciler) setFinalizer(ctx context.Context, svc *corev1.Service, present bool) error {
-	if controllerutil.ContainsFinalizer(svc, annotations.ServiceFinalizer) == present {
-		return nil
-	}
-	orig := svc.DeepCopy()
-	if present {
-		controllerutil.AddFinalizer(svc, annotations.ServiceFinalizer)
-	} else {
-		controllerutil.RemoveFinalizer(svc, annotations.ServiceFinalizer)
-	}
-	err := r.Client.Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), client.FieldOwner(annotations.FieldManager))
-	return client.IgnoreNotFound(err)
 }
 
 func (r *Reconciler) warn(svc *corev1.Service, reason, what string, err error) {
