@@ -57,7 +57,7 @@ keystone_token() { # port user password project
 
 # keystone_bootstrap KSPORT NEUTRON_PORT OCTAVIA_PORT: catalog, service users and Raven's own project and user.
 keystone_bootstrap() {
-  local ks=http://127.0.0.1:$1/v3 tok
+  local ksport=$1 ks=http://127.0.0.1:$1/v3 tok
   tok=$(keystone_token "$1" admin secret admin)
   [[ -n $tok ]] || die "no Keystone admin token"
   kpost() { curl -sf -H "X-Auth-Token: $tok" -H 'Content-Type: application/json' -X POST "$ks/$1" -d "$2"; }
@@ -85,4 +85,10 @@ keystone_bootstrap() {
   kput "projects/$raven_pid/users/$uid/roles/$lbm_role"
   # Neutron's default policy lets only admins choose a floating IP's address (externalIPs, loadBalancerIP).
   kput "projects/$raven_pid/users/$uid/roles/$admin_role"
+  # An application credential of Raven's user, for the clouds.yaml entry raven-appcred.
+  local rtok
+  rtok=$(keystone_token "$ksport" raven secret raven)
+  APPCRED_ID=$(curl -sf -H "X-Auth-Token: $rtok" -H 'Content-Type: application/json' -X POST "$ks/users/$uid/application_credentials" \
+    -d '{"application_credential":{"name":"raven","secret":"appcred-secret"}}' | jq -r .application_credential.id)
+  [[ -n $APPCRED_ID && $APPCRED_ID != null ]] || die "could not create Raven's application credential"
 }

@@ -386,6 +386,14 @@ clouds:
       project_domain_name: Default
     region_name: RegionOne
     interface: public
+  raven-appcred:
+    auth_type: v3applicationcredential
+    auth:
+      auth_url: http://127.0.0.1:$4/v3
+      application_credential_id: $APPCRED_ID
+      application_credential_secret: appcred-secret
+    region_name: RegionOne
+    interface: public
   admin:
     auth_type: password
     auth:

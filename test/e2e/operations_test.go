@@ -200,6 +200,17 @@ func TestKeystoneAuthenticatedRun(t *testing.T) {
 		t.Errorf("%v requests were refused as unauthorized", v)
 	}
 	r.stop()
+
+	// The same with an application credential instead of a password.
+	r = startRaven(t, ravenOpts{config: vars["RAVEN_CONFIG"], kubeconfig: vars["KUBECONFIG"], second: true, args: []string{"--cloud=raven-appcred"}})
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, podSpec("appcred"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the pod annotated by Raven authenticated with an application credential", func() (bool, error) {
+		p, err := kube.CoreV1().Pods("default").Get(ctx, "appcred", metav1.GetOptions{})
+		return err == nil && p.Annotations["kuryr.org/neutron-port"] != "", err
+	})
+	r.stop()
 }
 
 // bindUnprivileged creates the ClusterRole under a fresh name and binds the stack's unprivileged user to
