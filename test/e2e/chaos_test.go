@@ -297,9 +297,11 @@ func TestChaosOutOfBandChanges(t *testing.T) {
 	createDeployment(t, ns, "oob", 1)
 	svc := createService(t, ns, "oob", nil)
 	lb, _, _ := waitMembers(t, ns, "oob", svc.UID, 1, 80)
-	if err := env.os.LoadBalancing.DeleteLoadBalancer(ctx, lb.ID); err != nil {
-		t.Fatal(err)
-	}
+	// Octavia refuses while it still applies Raven's last change (PENDING_UPDATE): try until it accepts.
+	eventually(t, 30*time.Second, "Octavia to accept the deletion", func() (bool, error) {
+		err := env.os.LoadBalancing.DeleteLoadBalancer(ctx, lb.ID)
+		return err == nil, err
+	})
 	start = time.Now()
 	eventually(t, 90*time.Second, "a new load balancer with its member", func() (bool, error) {
 		cur := serviceLB(t, svc.UID)
