@@ -17,7 +17,7 @@ import (
 func main() {
 	fs := flag.NewFlagSet("raven", flag.ExitOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: raven [flags]\n\nRaven makes Neutron and Octavia follow Kubernetes. "+
+		_, _ = fmt.Fprintf(fs.Output(), "Usage: raven [flags]\n\nRaven makes Neutron and Octavia follow Kubernetes. "+
 			"Configuration comes from a YAML file (--config, see docs/operations.md); flags given here override it.\n\n")
 		fs.PrintDefaults()
 	}

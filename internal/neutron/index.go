@@ -271,11 +271,11 @@ func (x *Index) dropLocked(id string) {
 	}
 }
 
-// Port and FixedIP are re-exported so that controllers can name them without the openstack package.
-type (
-	Port    = openstack.Port
-	FixedIP = openstack.FixedIP
-)
+// Port is openstack.Port, re-exported so that controllers can name it without the openstack package.
+type Port = openstack.Port
+
+// FixedIP is openstack.FixedIP, re-exported for the same reason.
+type FixedIP = openstack.FixedIP
 
 // FreeIn counts the free pool ports of a network.
 func (x *Index) FreeIn(networkID string) int {

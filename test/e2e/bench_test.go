@@ -327,7 +327,7 @@ func TestBenchmark(t *testing.T) {
 		fs.p50, fs.p99, 50/d.Seconds(), summarize(watchLat).p50, summarize(burstWatch).p99, *benchWarm, summarize(patchLat).p50)
 
 	// ---- pools off: one pod at a time.
-	r := startRaven(t, ravenOpts{args: []string{"--port-pools=false"}})
+	startRaven(t, ravenOpts{args: []string{"--port-pools=false"}})
 	offNS := benchNamespace(t, "bench-off")
 	namespaceSubnet(t, offNS)
 	var offLat []float64
@@ -347,7 +347,7 @@ func TestBenchmark(t *testing.T) {
 	t.Logf("pools off: p50 %.0f ms (Neutron single create p50 %.0f ms)", offStats.p50, fs.p50)
 
 	// ---- burst: N pods over M namespaces at once, default configuration (pools on).
-	r = startRaven(t, ravenOpts{})
+	r := startRaven(t, ravenOpts{})
 	burst := map[string][]string{}
 	var keys []string
 	for i := range *benchNS {

@@ -117,7 +117,7 @@ func readEnv(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	vars := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -135,7 +135,7 @@ func freeAddr(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 
@@ -193,7 +193,7 @@ func startRaven(t testing.TB, o ravenOpts) *Raven {
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { r.done <- r.cmd.Wait(); logf.Close() }()
+	go func() { r.done <- r.cmd.Wait(); _ = logf.Close() }()
 	if o.second {
 		t.Cleanup(r.stop)
 	} else {
@@ -229,7 +229,7 @@ func (r *Raven) ready() bool {
 	if err != nil {
 		return false
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
 }
 
@@ -256,8 +256,9 @@ func (r *Raven) signal(sig syscall.Signal, limit time.Duration) (time.Duration, 
 		return time.Since(start), err
 	case <-time.After(limit):
 		_ = r.cmd.Process.Kill()
-		<-r.done
-		return time.Since(start), fmt.Errorf("raven did not exit within %s", limit)
+		killed := <-r.done
+		r.done <- killed
+		return time.Since(start), fmt.Errorf("raven did not exit within %s and was killed: %w", limit, killed)
 	}
 }
 
@@ -277,7 +278,7 @@ func (r *Raven) metric(t testing.TB, name string, match func(labels string) bool
 	if err != nil {
 		t.Fatalf("scraping metrics: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var sum float64
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

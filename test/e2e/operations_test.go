@@ -148,7 +148,7 @@ func TestKeystoneAuthenticatedRun(t *testing.T) {
 		cmd.Env = append(os.Environ(), "STACK_DIR="+dir, "STACK_KEYSTONE=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("stack %s: %v\n%s", verb, err, out)
+			return fmt.Errorf("stack %s: %w\n%s", verb, err, out)
 		}
 		return nil
 	}
@@ -172,7 +172,7 @@ func TestKeystoneAuthenticatedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("Neutron without a token answered %d, want 401", resp.StatusCode)
 	}

@@ -82,8 +82,11 @@ func plotCDF(path string, series map[string][]float64) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	return png.Encode(f, img)
+	if err := png.Encode(f, img); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func abs(v int) int {

@@ -38,7 +38,7 @@ type Sweeper struct {
 	CacheSynced func(ctx context.Context) bool
 }
 
-// NeedLeaderElection: only the leader writes.
+// NeedLeaderElection returns true: only the leader writes.
 func (s *Sweeper) NeedLeaderElection() bool { return true }
 
 // Start ensures the cluster objects, loads the index, opens the gate and then resyncs periodically.
