@@ -140,7 +140,12 @@ func waitMembers(t testing.TB, ns, name string, uid types.UID, n, port int) (lb 
 		}
 		slices.Sort(addrs)
 		ips := readyPodIPs(t, ns, name)
-		return len(members) == n && len(ips) == n && slices.Equal(addrs, ips), nil
+		if len(members) != n || len(ips) != n || !slices.Equal(addrs, ips) {
+			return false, nil
+		}
+		// Members show before Octavia has finished applying them; wait until it has (ACTIVE again).
+		lb = serviceLB(t, uid)
+		return lb != nil && lb.ProvisioningStatus == "ACTIVE", nil
 	})
 	return lb, pool, members
 }
