@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -87,4 +90,11 @@ func SetFinalizer(ctx context.Context, c client.Client, obj client.Object, final
 		return fmt.Errorf("updating the finalizer: %w", err)
 	}
 	return nil
+}
+
+// Warn records a Warning event on obj: reason, the action that failed, and what failed and why.
+func Warn(rec events.EventRecorder, obj runtime.Object, reason, action, what string, err error) {
+	if rec != nil {
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, reason, action, "%s", Message(what, err))
+	}
 }

@@ -87,7 +87,5 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) warn(ns *corev1.Namespace, action, what string, err error) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, controller.Reason(action, err), action, "%s", controller.Message(what, err))
-	}
+	controller.Warn(r.Recorder, ns, controller.Reason(action, err), action, what, err)
 }

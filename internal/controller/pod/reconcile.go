@@ -162,9 +162,7 @@ func (r *Reconciler) podExists(ctx context.Context, uid string) (bool, error) {
 }
 
 func (r *Reconciler) warn(pod *corev1.Pod, action, what string, err error) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, controller.Reason(action, err), action, "%s", controller.Message(what, err))
-	}
+	controller.Warn(r.Recorder, pod, controller.Reason(action, err), action, what, err)
 }
 
 func firstIP(ips []neutron.FixedIP) string {

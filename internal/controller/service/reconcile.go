@@ -55,7 +55,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !controllerutil.ContainsFinalizer(&svc, annotations.ServiceFinalizer) {
 			return reconcile.Result{}, nil
 		}
-		done, err := r.teardown(ctx, string(svc.UID))
+		done, err := Teardown(ctx, r.Neutron, r.LB, string(svc.UID))
 		if err != nil {
 			r.warn(&svc, "LoadBalancerDelete", "deleting the load balancer", err)
 			return reconcile.Result{}, err
@@ -360,13 +360,9 @@ func (r *Reconciler) patchAnnotations(ctx context.Context, svc *corev1.Service, 
 	return client.IgnoreNotFound(r.Client.Patch(ctx, svc, client.RawPatch(types.MergePatchType, body), client.FieldOwner(annotations.FieldManager)))
 }
 
-// teardown removes the floating IP, the load balancer (cascade) and, once Octavia has let go of it,
-// the VIP port. done is false while Octavia is still deleting.
-func (r *Reconciler) teardown(ctx context.Context, uid string) (done bool, err error) {
-	return Teardown(ctx, r.Neutron, r.LB, uid)
-}
-
-// Teardown deletes every OpenStack object of the service with this UID; the sweep uses it too.
+// Teardown deletes every OpenStack object of the service with this UID: the floating IP, the load balancer
+// (cascade) and, once Octavia has let go of it, the VIP port. It returns false while Octavia is still
+// deleting. The reconciler and the sweep both use it.
 func Teardown(ctx context.Context, nm *neutron.Manager, lbc openstack.LoadBalancing, uid string) (bool, error) {
 	tags := ownership.Owner{Cluster: nm.C.ID, Kind: ownership.KindService, UID: uid}.Tags()
 	fips, err := nm.N.ListFloatingIPs(ctx, openstack.Filter{Tags: tags})
@@ -425,9 +421,7 @@ func (r *Reconciler) subnetFor(ip string) string {
 
 func (r *Reconciler) warn(svc *corev1.Service, reason, what string, err error) {
 	klog.Background().WithValues("service", klog.KObj(svc)).Info("Warning", "reason", reason, "what", what, "err", err.Error())
-	if r.Recorder != nil {
-		r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, reasonFor(reason, err), "Reconcile", "%s", controller.Message(what, err))
-	}
+	controller.Warn(r.Recorder, svc, reasonFor(reason, err), "Reconcile", what, err)
 }
 
 func reasonFor(reason string, err error) string {
