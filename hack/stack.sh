@@ -199,6 +199,7 @@ export OS_CLOUD=raven
 export RAVEN_CONFIG=$STACK_DIR/raven.yaml
 export NEUTRON_URL=$NEUTRON_URL
 export OCTAVIA_URL=$OCTAVIA_URL
+export ETCD_URL=http://127.0.0.1:$EP
 export STACK_DIR=$STACK_DIR
 export STACK_AUTH=$auth
 export STACK_NODE_NAME=$NODE_NAME

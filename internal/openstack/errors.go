@@ -24,6 +24,7 @@ const (
 	KindForbidden    Kind = "Forbidden"
 	KindUnauthorized Kind = "Unauthorized"
 	KindImmutable    Kind = "Immutable" // Octavia: the object is PENDING_*
+	KindUnsupported  Kind = "Unsupported" // Octavia's provider cannot do what was asked (501)
 	KindServer       Kind = "ServerError"
 	KindUnavailable  Kind = "Unavailable" // connection refused, timeout
 	KindUnknown      Kind = "Unknown"
@@ -95,6 +96,8 @@ func kindOf(status int, body string) Kind {
 		return KindUnauthorized
 	case status == http.StatusForbidden:
 		return KindForbidden
+	case status == http.StatusNotImplemented:
+		return KindUnsupported
 	case status >= 500:
 		return KindServer
 	}
@@ -125,6 +128,16 @@ func KindOf(err error) Kind {
 		return e.Kind
 	}
 	return KindUnknown
+}
+
+// Rejected says OpenStack refused the request itself (invalid, over quota, not supported by the
+// provider): sending it again soon will not help, but other requests may still succeed.
+func Rejected(err error) bool {
+	switch KindOf(err) {
+	case KindBadRequest, KindQuota, KindUnsupported:
+		return true
+	}
+	return false
 }
 
 // IsNotFound reports a 404.

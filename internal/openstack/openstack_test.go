@@ -45,6 +45,8 @@ func TestWrapClassifies(t *testing.T) {
 		{"an exhausted subnet pool is AddressesExhausted", code(400, `{"NeutronError": {"type": "SubnetAllocationError", "message": "Insufficient prefix space to allocate subnet size /24"}}`), KindExhausted},
 		{"Octavia's pending lock is Immutable", code(409, `{"faultcode": "Client", "faultstring": "Load Balancer x is immutable and cannot be updated."}`), KindImmutable},
 		{"a 503 is ServerError", code(503, ``), KindServer},
+		{"Octavia's listener quota is QuotaExceeded", code(403, `{"faultcode": "Client", "faultstring": "Quota has been met for resources: Listener"}`), KindQuota},
+		{"a provider without the option is Unsupported", code(501, `{"faultcode": "Server", "faultstring": "Provider 'ovn' does not support a requested option: SCTP"}`), KindUnsupported},
 		{"a refused connection is Unavailable", errors.New("dial tcp 127.0.0.1:9696: connect: connection refused"), KindUnavailable},
 	}
 	for _, tc := range cases {
@@ -56,6 +58,18 @@ func TestWrapClassifies(t *testing.T) {
 	}
 	if wrap("op", nil) != nil {
 		t.Fatal("wrap(nil) must be nil")
+	}
+}
+
+func TestRejected(t *testing.T) {
+	for kind, want := range map[Kind]bool{KindBadRequest: true, KindQuota: true, KindUnsupported: true,
+		KindServer: false, KindUnavailable: false, KindImmutable: false, KindNotFound: false} {
+		if got := Rejected(NewError("op", kind, 0, "x")); got != want {
+			t.Errorf("Rejected(%s) = %v, want %v", kind, got, want)
+		}
+	}
+	if Rejected(errors.New("plain")) {
+		t.Error("an unclassified error is not a rejection")
 	}
 }
 

@@ -51,7 +51,8 @@ func FloatingIP(svc *corev1.Service, external netip.Prefix) (addr string, want b
 	return "", true, ignored
 }
 
-// Annotations renders the kuryr.org/neutron-vip and kuryr.org/neutron-pool values.
+// Annotations renders the kuryr.org/neutron-vip and kuryr.org/neutron-pool values. A wanted port without a
+// listener in Octavia is left out: the annotation says what is served.
 func Annotations(svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBalancer, fip *openstack.FloatingIP,
 	want []octavia.Listener, cur octavia.Current) (map[string]*string, error) {
 	v := annotations.VIP{Address: svc.Spec.ClusterIP, PortID: vip.ID, Name: svc.Name}
@@ -71,6 +72,9 @@ func Annotations(svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBala
 			if l.Protocol == w.Protocol && l.ProtocolPort == w.Port {
 				p.ListenerID = l.ID
 			}
+		}
+		if p.ListenerID == "" {
+			continue // Octavia refused this port's listener: it is not served, the Warning event says why
 		}
 		for _, cp := range cur.Pools {
 			if cp.ListenerID == p.ListenerID && p.ListenerID != "" {

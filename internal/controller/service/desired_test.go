@@ -5,6 +5,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/internal/octavia"
+	"github.com/raven-net/raven/internal/openstack"
 )
 
 func TestFloatingIP(t *testing.T) {
@@ -71,4 +76,28 @@ func FuzzFloatingIP(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestAnnotationsListOnlyServedPorts(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.10"}}
+	want := []octavia.Listener{
+		{Name: "a", Protocol: "TCP", Port: 80, Algorithm: "ROUND_ROBIN"},
+		{Name: "b", Protocol: "SCTP", Port: 81, Algorithm: "ROUND_ROBIN"}, // refused by Octavia: no listener
+	}
+	cur := octavia.Current{
+		Listeners: []openstack.Listener{{ID: "l80", Protocol: "TCP", ProtocolPort: 80}},
+		Pools:     []openstack.Pool{{ID: "p80", ListenerID: "l80"}},
+		Members:   map[string][]openstack.Member{"p80": {{Address: "10.1.0.5", ProtocolPort: 8080, SubnetID: "s"}}},
+	}
+	got, err := Annotations(svc, openstack.Port{ID: "vip"}, &openstack.LoadBalancer{ID: "lb", ProvisioningStatus: "ACTIVE"}, nil, want, cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pools []annotations.Pool
+	if _, err := annotations.Decode(map[string]string{annotations.ServicePools: *got[annotations.ServicePools]}, annotations.ServicePools, &pools); err != nil {
+		t.Fatal(err)
+	}
+	if len(pools) != 1 || pools[0].ID != "p80" || pools[0].ListenerID != "l80" || len(pools[0].Members) != 1 {
+		t.Fatalf("pools annotation = %+v, want only the served TCP 80 pool with its member", pools)
+	}
 }

@@ -102,6 +102,14 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 		r.warn(svc, "VIPPortCreate", "creating the VIP port", err)
 		return reconcile.Result{}, err
 	}
+	var eps discoveryv1.EndpointSliceList
+	if err := r.Client.List(ctx, &eps, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	want, problems := octavia.Desired(svc, eps.Items, r.subnetFor)
+	for _, p := range problems {
+		r.warn(svc, "UnsupportedPort", "building the listeners", errors.New(p))
+	}
 	lb, err := r.ensureLoadBalancer(ctx, svc, vip)
 	if err != nil {
 		r.warn(svc, "LoadBalancerCreate", "creating the load balancer", err)
@@ -111,24 +119,15 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 		log.V(3).Info("Load balancer not active yet", "loadBalancer", lb.ID, "status", lb.ProvisioningStatus)
 		return reconcile.Result{RequeueAfter: pending}, nil
 	}
-
-	var eps discoveryv1.EndpointSliceList
-	if err := r.Client.List(ctx, &eps, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
-		return reconcile.Result{}, err
-	}
-	want, problems := octavia.Desired(svc, eps.Items, r.subnetFor)
-	for _, p := range problems {
-		r.warn(svc, "UnsupportedPort", "building the listeners", errors.New(p))
-	}
 	cur, err := r.current(ctx, lb.ID)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if steps := octavia.Plan(want, cur); len(steps) > 0 {
-		if err := r.apply(ctx, svc, lb, steps[0]); err != nil {
-			r.warn(svc, "LoadBalancerUpdate", fmt.Sprintf("%s on load balancer %s", steps[0].Kind, lb.ID), err)
-			return reconcile.Result{}, err
-		}
+	applied, refused, err := r.applyNext(ctx, svc, lb, octavia.Plan(want, cur))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if applied {
 		return reconcile.Result{RequeueAfter: pending}, nil
 	}
 
@@ -144,7 +143,36 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.patchAnnotations(ctx, svc, want2)
+	if err := r.patchAnnotations(ctx, svc, want2); err != nil {
+		return reconcile.Result{}, err
+	}
+	// What Octavia refused is asked again with the controller's backoff (a quota may be raised).
+	return reconcile.Result{}, refused
+}
+
+// applyNext applies the first step of the plan that Octavia accepts: Octavia locks the load balancer while
+// it works, so one accepted step per reconcile. A step Octavia refuses outright (invalid, over quota, not
+// supported by the provider) is reported and passed over, so that the ports Octavia can serve are still
+// built; refused joins those refusals. err is any other failure, which stops the plan.
+func (r *Reconciler) applyNext(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, steps []octavia.Step) (applied bool, refused, err error) {
+	var refusals []error
+	for _, s := range steps {
+		what := fmt.Sprintf("%s %s %d on load balancer %s", s.Kind, s.Listener.Protocol, s.Listener.Port, lb.ID)
+		err := r.apply(ctx, svc, lb, s)
+		switch {
+		case err == nil:
+			return true, nil, nil
+		case openstack.Rejected(err) && s.Kind != octavia.DeletePool && s.Kind != octavia.DeleteListener:
+			r.warn(svc, "LoadBalancerRefused", what, err)
+			refusals = append(refusals, err)
+		case openstack.KindOf(err) == openstack.KindImmutable:
+			return false, nil, err // Octavia is still applying an earlier change: not worth a Warning
+		default:
+			r.warn(svc, "LoadBalancerUpdate", what, err)
+			return false, nil, err
+		}
+	}
+	return false, errors.Join(refusals...), nil
 }
 
 func (r *Reconciler) owner(svc *corev1.Service) ownership.Owner {
@@ -195,6 +223,9 @@ func (r *Reconciler) ensureVIP(ctx context.Context, svc *corev1.Service) (openst
 	return *p, nil
 }
 
+// ensureLoadBalancer finds the Service's load balancer or creates it. Listeners, pools and members follow
+// one at a time (Plan): Octavia 11's fully populated create leaves the listeners and pools of the graph
+// PENDING_CREATE for good on the amphora provider, so Raven does not use it.
 func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service, vip openstack.Port) (*openstack.LoadBalancer, error) {
 	owner := r.owner(svc)
 	lbs, err := r.LB.ListLoadBalancers(ctx, owner.Tags()[:3])
