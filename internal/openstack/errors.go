@@ -23,7 +23,7 @@ const (
 	KindBadRequest   Kind = "BadRequest"
 	KindForbidden    Kind = "Forbidden"
 	KindUnauthorized Kind = "Unauthorized"
-	KindImmutable    Kind = "Immutable" // Octavia: the object is PENDING_*
+	KindImmutable    Kind = "Immutable"   // Octavia: the object is PENDING_*
 	KindUnsupported  Kind = "Unsupported" // Octavia's provider cannot do what was asked (501)
 	KindServer       Kind = "ServerError"
 	KindUnavailable  Kind = "Unavailable" // connection refused, timeout
