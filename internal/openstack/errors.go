@@ -83,6 +83,9 @@ func kindOf(status int, body string) Kind {
 		return KindQuota
 	case status == http.StatusConflict && (strings.Contains(body, "IpAddressGenerationFailure") || strings.Contains(body, "SubnetAllocationError") || strings.Contains(body, "No more IP")):
 		return KindExhausted
+	case strings.Contains(body, "Insufficient prefix space"):
+		// A full subnet pool: 400 in the API reference, 500 from the Neutron the stack runs.
+		return KindExhausted
 	case status == http.StatusConflict && strings.Contains(body, "mmutable"):
 		return KindImmutable
 	case status == http.StatusConflict:

@@ -43,6 +43,7 @@ func TestWrapClassifies(t *testing.T) {
 		{"a port quota is QuotaExceeded", code(409, `{"NeutronError": {"type": "OverQuota", "message": "Quota exceeded for resources: ['port']."}}`), KindQuota},
 		{"no address left is AddressesExhausted", code(409, `{"NeutronError": {"type": "IpAddressGenerationFailure", "message": "No more IP addresses available on network x."}}`), KindExhausted},
 		{"an exhausted subnet pool is AddressesExhausted", code(400, `{"NeutronError": {"type": "SubnetAllocationError", "message": "Insufficient prefix space to allocate subnet size /24"}}`), KindExhausted},
+		{"a full subnet pool answered with a 500 is AddressesExhausted", code(500, `{"NeutronError": {"type": "SubnetAllocationError", "message": "Failed to allocate subnet: Insufficient prefix space to allocate subnet size /16."}}`), KindExhausted},
 		{"Octavia's pending lock is Immutable", code(409, `{"faultcode": "Client", "faultstring": "Load Balancer x is immutable and cannot be updated."}`), KindImmutable},
 		{"a 503 is ServerError", code(503, ``), KindServer},
 		{"Octavia's listener quota is QuotaExceeded", code(403, `{"faultcode": "Client", "faultstring": "Quota has been met for resources: Listener"}`), KindQuota},

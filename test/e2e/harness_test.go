@@ -81,8 +81,18 @@ func setup() error {
 	if err != nil {
 		return err
 	}
-	env.vars = vars
 	env.cluster = "local"
+	if err := connect(vars); err != nil {
+		return err
+	}
+	env.ravenBin = filepath.Join(env.repo, "bin", "raven-e2e")
+	harnessLog("building %s", env.ravenBin)
+	return runCmd("go", "build", "-o", env.ravenBin, filepath.Join(env.repo, "cmd/raven"))
+}
+
+// connect points the harness at the stack that vars (a stack's env file) describe.
+func connect(vars map[string]string) error {
+	env.vars = vars
 	cfg, err := clientcmd.BuildConfigFromFlags("", vars["KUBECONFIG"])
 	if err != nil {
 		return err
@@ -93,12 +103,50 @@ func setup() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if env.os, err = openstack.NewClients(ctx, vars["OS_CLIENT_CONFIG_FILE"], vars["OS_CLOUD"], nil); err != nil {
-		return err
+	env.os, err = openstack.NewClients(ctx, vars["OS_CLIENT_CONFIG_FILE"], vars["OS_CLOUD"], nil)
+	return err
+}
+
+// useStack points the harness, and the Raven it starts, at another stack for the rest of the test. The
+// Raven of the main stack keeps running.
+func useStack(t *testing.T, vars map[string]string) {
+	t.Helper()
+	saved := env
+	env.raven = nil
+	if err := connect(vars); err != nil {
+		t.Fatal(err)
 	}
-	env.ravenBin = filepath.Join(env.repo, "bin", "raven-e2e")
-	harnessLog("building %s", env.ravenBin)
-	return runCmd("go", "build", "-o", env.ravenBin, filepath.Join(env.repo, "cmd/raven"))
+	t.Cleanup(func() {
+		if env.raven != nil {
+			env.raven.stop()
+		}
+		env = saved
+	})
+}
+
+// keystoneStack starts a second local stack whose Neutron and Octavia authenticate through Keystone, for
+// the rest of the test, and returns its env file's variables.
+func keystoneStack(t *testing.T) map[string]string {
+	t.Helper()
+	dir := filepath.Join(env.repo, "bin", "keystone-stack")
+	stack := func(verb string) error {
+		cmd := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), verb)
+		cmd.Env = append(os.Environ(), "STACK_DIR="+dir, "STACK_KEYSTONE=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("stack %s: %w\n%s", verb, err, out)
+		}
+		return nil
+	}
+	if err := stack("up"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stack("down") })
+	vars, err := readEnv(filepath.Join(dir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vars
 }
 
 func harnessLog(format string, args ...any) {

@@ -5,10 +5,8 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,24 +141,7 @@ func grepLines(s, sub string) string {
 // STACK_KEYSTONE=1, where Neutron and Octavia validate every token.
 func TestKeystoneAuthenticatedRun(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(env.repo, "bin", "keystone-stack")
-	stack := func(verb string) error {
-		cmd := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), verb)
-		cmd.Env = append(os.Environ(), "STACK_DIR="+dir, "STACK_KEYSTONE=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("stack %s: %w\n%s", verb, err, out)
-		}
-		return nil
-	}
-	if err := stack("up"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stack("down") })
-	vars, err := readEnv(filepath.Join(dir, "env"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	vars := keystoneStack(t)
 	clouds, err := os.ReadFile(vars["OS_CLIENT_CONFIG_FILE"])
 	if err != nil {
 		t.Fatal(err)

@@ -66,7 +66,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if nn == nil || nn.Subnet == nil || !nn.Attached {
 		// The namespace controller is still building the network; its annotation brings the pod back.
 		log.V(3).Info("Waiting for the namespace network")
-		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+		if time.Since(ns.CreationTimestamp.Time) < networkPatience {
+			return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+		}
+		// Longer than a network takes to build: say so on the pod, where its owner looks first.
+		r.warn(&pod, "NamespaceNetworkMissing", "waiting for the namespace network",
+			fmt.Errorf("namespace %s has no Neutron network yet; its Warning events say why", ns.Name))
+		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
 	}
 	var announced annotations.Port
 	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
@@ -160,6 +166,9 @@ func (r *Reconciler) podExists(ctx context.Context, uid string) (bool, error) {
 	}
 	return len(pods.Items) > 0, nil
 }
+
+// networkPatience is how long a pod waits quietly for its namespace's network.
+const networkPatience = 30 * time.Second
 
 func (r *Reconciler) warn(pod *corev1.Pod, action, what string, err error) {
 	controller.Warn(r.Recorder, pod, controller.Reason(action, err), action, what, err)
