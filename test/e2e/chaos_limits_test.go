@@ -152,10 +152,25 @@ func TestChaosServiceWithManyPorts(t *testing.T) {
 	})
 	start := time.Now()
 	var listeners int
-	eventually(t, 2*time.Minute, "the first ports of the 100-port Service served and annotated", func() (bool, error) {
-		pools := servedPools(t, ns, "many")
-		listeners = len(pools)
-		return len(pools) >= 3 && len(pools[0].Members) == 1, nil
+	// Octavia builds port after port (listener, pool, members); the annotation follows once all are built.
+	eventually(t, 2*time.Minute, "the first 3 ports of the 100-port Service served in Octavia", func() (bool, error) {
+		lb := serviceLB(t, big.UID)
+		if lb == nil {
+			return false, nil
+		}
+		pools, err := env.os.LoadBalancing.ListPools(ctx, lb.ID)
+		if err != nil {
+			return false, err
+		}
+		withMembers := 0
+		for _, p := range pools {
+			if m, err := env.os.LoadBalancing.ListMembers(ctx, p.ID); err == nil && len(m) == 1 {
+				withMembers++
+			}
+		}
+		ls, err := env.os.LoadBalancing.ListListeners(ctx, lb.ID)
+		listeners = len(ls)
+		return withMembers >= 3, err
 	})
 	firstPorts := time.Since(start)
 
