@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
@@ -19,6 +20,10 @@ type Manager struct {
 	B *Batcher
 	// P, when set, hands out ready ports from per-namespace pools.
 	P *Pools
+
+	// deleting holds the ports being deleted, so that workers cleaning up after many pods deleted at once
+	// do not send the same DELETE several times.
+	deleting sync.Map
 }
 
 // ErrPortsRemain says a namespace cannot be torn down yet: pod ports are still on its network.

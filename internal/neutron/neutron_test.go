@@ -3,7 +3,9 @@ package neutron
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/openstack"
@@ -207,5 +209,34 @@ func TestEnsurePortKeepsTheAnnouncedDuplicate(t *testing.T) {
 	}
 	if _, ok := n.Ports[ids[0]]; ok {
 		t.Fatal("the duplicate is still in Neutron")
+	}
+}
+
+func TestConcurrentReleasesSendOneDelete(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m := setup(t, n)
+	nn, err := m.EnsureNamespace(ctx, "ns-uid", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}, nn, ""); err != nil {
+		t.Fatal(err)
+	}
+	n.Delay = 100 * time.Millisecond // a busy Neutron: the workers overlap
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := m.ReleasePorts(ctx, "uid-1"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := n.Calls["DeletePort"]; got != 1 {
+		t.Errorf("%d DELETEs for one port released by 8 workers at once, want 1", got)
+	}
+	if left := m.X.PortsOf("uid-1"); len(left) != 0 {
+		t.Errorf("ports left in the index: %v", left)
 	}
 }

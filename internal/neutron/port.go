@@ -106,7 +106,13 @@ func (m *Manager) ReleasePorts(ctx context.Context, uid string) (int, error) {
 	return n, nil
 }
 
+// deletePort deletes a port and drops it from the index. While another worker deletes the same port it
+// returns at once: that worker reports any failure and retries.
 func (m *Manager) deletePort(ctx context.Context, id string) error {
+	if _, busy := m.deleting.LoadOrStore(id, struct{}{}); busy {
+		return nil
+	}
+	defer m.deleting.Delete(id)
 	if err := openstack.IgnoreNotFound(m.N.DeletePort(ctx, id)); err != nil {
 		return err
 	}
