@@ -76,6 +76,16 @@ func List(ctx context.Context, n openstack.Networking, c *Cluster) (*Snapshot, e
 
 // Replace swaps the whole view for the snapshot.
 func (x *Index) Replace(cluster string, s *Snapshot) {
+	nets := namespaceNets(cluster, s)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.nets = nets
+	x.replacePortsLocked(cluster, s)
+}
+
+// namespaceNets assembles the cluster's namespace networks from a listing: each with its subnet, and
+// whether the router has an interface on it.
+func namespaceNets(cluster string, s *Snapshot) map[string]*NamespaceNet {
 	nets := map[string]*NamespaceNet{}
 	byNet := map[string]*NamespaceNet{}
 	for _, n := range s.Networks {
@@ -90,24 +100,27 @@ func (x *Index) Replace(cluster string, s *Snapshot) {
 		nets[o.UID] = nn
 		byNet[n.ID] = nn
 	}
+	bySubnet := map[string]*NamespaceNet{}
 	for i := range s.Subnets {
 		sub := s.Subnets[i]
 		if nn := byNet[sub.NetworkID]; nn != nil && ownership.Owns(cluster, sub.Tags) {
 			nn.Subnet = &sub
+			bySubnet[sub.ID] = nn
 		}
 	}
 	for _, p := range s.RouterPorts {
 		for _, ip := range p.FixedIPs {
-			for _, nn := range byNet {
-				if nn.Subnet != nil && nn.Subnet.ID == ip.SubnetID {
-					nn.Attached = true
-				}
+			if nn := bySubnet[ip.SubnetID]; nn != nil {
+				nn.Attached = true
 			}
 		}
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.nets = nets
+	return nets
+}
+
+// replacePortsLocked swaps in the listed ports, except those Raven changed after the listing began: its
+// own view of them is newer.
+func (x *Index) replacePortsLocked(cluster string, s *Snapshot) {
 	old, touched := x.ports, x.touched
 	newer := func(id string) bool { t, ok := touched[id]; return ok && t.After(s.Started) }
 	x.ports = map[string]openstack.Port{}

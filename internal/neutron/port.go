@@ -16,21 +16,26 @@ type PodRef struct {
 	UID, Namespace, Name string
 }
 
-// EnsurePort returns the pod's port on nn, creating it when the pod has none. Extra ports of the pod
-// (a duplicate left by a crash, or a port on a network the namespace no longer has) are deleted; the port
-// named by preferred (the one the pod's annotation already announces) is the one kept, so that a running
-// pod never changes its address.
-func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, preferred string) (port openstack.Port, created bool, err error) {
-	ports := m.X.PortsOf(pod.UID)
+func deref(p *openstack.Port) openstack.Port {
+	if p == nil {
+		return openstack.Port{}
+	}
+	return *p
+}
+
+// dropExtraPorts deletes the pod's ports other than the one to keep, and returns that one (nil when the pod
+// has no port on network): preferred if it is there, else the first on network.
+func (m *Manager) dropExtraPorts(ctx context.Context, uid, network, preferred string) (*openstack.Port, error) {
+	ports := m.X.PortsOf(uid)
 	var keep *openstack.Port
 	for i := range ports {
-		if ports[i].ID == preferred && ports[i].NetworkID == nn.Network.ID {
+		if ports[i].ID == preferred && ports[i].NetworkID == network {
 			keep = &ports[i]
 		}
 	}
 	for i := range ports {
 		p := ports[i]
-		if keep == nil && p.NetworkID == nn.Network.ID {
+		if keep == nil && p.NetworkID == network {
 			keep = &ports[i]
 			continue
 		}
@@ -38,11 +43,61 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 			continue
 		}
 		if err := m.deletePort(ctx, p.ID); err != nil {
-			return port, false, err
+			return nil, err
 		}
 	}
-	if keep != nil {
-		return *keep, false, nil
+	return keep, nil
+}
+
+// adoptUntagged finds a port of the pod that a crash left untagged, and tags it.
+func (m *Manager) adoptUntagged(ctx context.Context, uid, network string, owner ownership.Owner) (*openstack.Port, error) {
+	found, err := m.N.ListPorts(ctx, openstack.Filter{DeviceID: uid, NetworkID: network})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range found {
+		if p.DeviceOwner == DeviceOwner {
+			if err := m.N.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, owner.Tags()); err != nil {
+				return nil, err
+			}
+			p.Tags = owner.Tags()
+			m.X.PutPort(m.C.ID, p)
+			return &p, nil
+		}
+	}
+	return nil, nil
+}
+
+// create makes one port: through the batcher when there is one, tagged in the create request when Neutron
+// allows it, in a second call otherwise.
+func (m *Manager) create(ctx context.Context, spec openstack.PortSpec) (*openstack.Port, error) {
+	switch {
+	case m.C.Caps.TagsOnPortCreate && m.B != nil:
+		return m.B.Create(ctx, spec)
+	case m.C.Caps.TagsOnPortCreate:
+		return m.N.CreatePort(ctx, spec)
+	}
+	tags := spec.Tags
+	spec.Tags = nil
+	p, err := m.N.CreatePort(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.N.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, tags); err != nil {
+		return nil, err
+	}
+	p.Tags = tags
+	return p, nil
+}
+
+// EnsurePort returns the pod's port on nn, creating it when the pod has none. Extra ports of the pod
+// (a duplicate left by a crash, or a port on a network the namespace no longer has) are deleted; the port
+// named by preferred (the one the pod's annotation already announces) is the one kept, so that a running
+// pod never changes its address.
+func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, preferred string) (port openstack.Port, created bool, err error) {
+	keep, err := m.dropExtraPorts(ctx, pod.UID, nn.Network.ID, preferred)
+	if err != nil || keep != nil {
+		return deref(keep), false, err
 	}
 	owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindPod, UID: pod.UID, Name: pod.Namespace + "/" + pod.Name}
 	if m.P != nil {
@@ -52,19 +107,8 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 	}
 	if !m.C.Caps.TagsOnPortCreate {
 		// Without tags on create, a crash between create and tag leaves an untagged port: find it by device_id.
-		found, err := m.N.ListPorts(ctx, openstack.Filter{DeviceID: pod.UID, NetworkID: nn.Network.ID})
-		if err != nil {
-			return port, false, err
-		}
-		for _, p := range found {
-			if p.DeviceOwner == DeviceOwner {
-				if err := m.N.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, owner.Tags()); err != nil {
-					return port, false, err
-				}
-				p.Tags = owner.Tags()
-				m.X.PutPort(m.C.ID, p)
-				return p, false, nil
-			}
+		if p, err := m.adoptUntagged(ctx, pod.UID, nn.Network.ID, owner); err != nil || p != nil {
+			return deref(p), false, err
 		}
 	}
 	spec := openstack.PortSpec{
@@ -74,19 +118,7 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 	if nn.Subnet != nil {
 		spec.SubnetID = nn.Subnet.ID
 	}
-	var p *openstack.Port
-	switch {
-	case m.C.Caps.TagsOnPortCreate && m.B != nil:
-		p, err = m.B.Create(ctx, spec)
-	case m.C.Caps.TagsOnPortCreate:
-		p, err = m.N.CreatePort(ctx, spec)
-	default:
-		spec.Tags = nil
-		if p, err = m.N.CreatePort(ctx, spec); err == nil {
-			err = m.N.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, owner.Tags())
-			p.Tags = owner.Tags()
-		}
-	}
+	p, err := m.create(ctx, spec)
 	if err != nil {
 		return port, false, err
 	}

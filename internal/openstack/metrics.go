@@ -81,34 +81,34 @@ func Operation(method, path, _ string) string {
 	if len(res) == 0 {
 		return service + " " + strings.ToLower(method)
 	}
-	resource := res[len(res)-1]
-	last := parts[len(parts)-1]
-	var verb string
+	resource, verb := verbOf(method, res[len(res)-1], parts[len(parts)-1])
+	return service + " " + resource + " " + verb
+}
+
+// verbOf names what a request does to resource; last is the path's last segment.
+func verbOf(method, resource, last string) (string, string) {
 	switch method {
 	case http.MethodGet:
-		verb = "list"
 		if looksLikeID(last) {
-			verb = "get"
+			return resource, "get"
 		}
+		return resource, "list"
 	case http.MethodPost:
-		verb = "create"
+		return resource, "create"
 	case http.MethodPut:
-		verb = "update"
-		if resource == "member" && !looksLikeID(last) {
-			verb = "batch_update"
+		switch {
+		case resource == "member" && !looksLikeID(last):
+			return resource, "batch_update"
+		case resource == "tag":
+			return resource, "replace"
+		case resource == "add_router_interface" || resource == "remove_router_interface":
+			return "router", strings.TrimSuffix(resource, "_router_interface") + "_interface"
 		}
-		if resource == "tag" {
-			verb = "replace"
-		}
-		if resource == "add_router_interface" || resource == "remove_router_interface" {
-			resource, verb = "router", strings.TrimSuffix(resource, "_router_interface")+"_interface"
-		}
+		return resource, "update"
 	case http.MethodDelete:
-		verb = "delete"
-	default:
-		verb = strings.ToLower(method)
+		return resource, "delete"
 	}
-	return service + " " + resource + " " + verb
+	return resource, strings.ToLower(method)
 }
 
 func looksLikeID(s string) bool {

@@ -208,6 +208,7 @@ func TestChaosServiceWithManyPorts(t *testing.T) {
 func TestChaosPodSubnetPoolExhausted(t *testing.T) {
 	ensureRaven(t)
 	ctx := context.Background()
+	waitNoTerminatingNamespaces(t) // a namespace of an earlier test going away would free a prefix under us
 	okNS := newNamespace(t)
 	namespaceSubnet(t, okNS)
 

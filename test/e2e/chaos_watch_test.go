@@ -28,7 +28,7 @@ func etcd(t testing.TB, path string, body, out any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("etcd %s: %s", path, resp.Status)
 	}

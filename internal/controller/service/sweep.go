@@ -35,25 +35,7 @@ func Sweep(c client.Reader, nm *neutron.Manager, lbc openstack.LoadBalancing, re
 		if err != nil {
 			return err
 		}
-		hasLB := map[string]bool{}
-		// Owners seen in OpenStack, with the time their oldest object was made.
-		seen := map[string]time.Time{}
-		note := func(tags []string, created time.Time) string {
-			o, _ := ownership.Parse(tags)
-			if t, ok := seen[o.UID]; !ok || created.Before(t) {
-				seen[o.UID] = created
-			}
-			return o.UID
-		}
-		for _, lb := range lbs {
-			hasLB[note(lb.Tags, lb.CreatedAt.Time)] = true
-		}
-		for _, f := range fips {
-			note(f.Tags, f.CreatedAt)
-		}
-		for _, p := range nm.X.PortsOfKind(ownership.KindService) {
-			note(p.Tags, p.CreatedAt)
-		}
+		seen, hasLB := owners(lbs, fips, nm.X.PortsOfKind(ownership.KindService))
 		live := map[string]bool{}
 		for i := range svcs.Items {
 			s := &svcs.Items[i]
@@ -81,4 +63,27 @@ func Sweep(c client.Reader, nm *neutron.Manager, lbc openstack.LoadBalancing, re
 		}
 		return errors.Join(errs...)
 	}
+}
+
+// owners lists the Services that own load balancers, floating IPs or VIP ports, each with the time its
+// oldest object was made, and says which of them have a load balancer.
+func owners(lbs []openstack.LoadBalancer, fips []openstack.FloatingIP, vips []openstack.Port) (seen map[string]time.Time, hasLB map[string]bool) {
+	seen, hasLB = map[string]time.Time{}, map[string]bool{}
+	note := func(tags []string, created time.Time) string {
+		o, _ := ownership.Parse(tags)
+		if t, ok := seen[o.UID]; !ok || created.Before(t) {
+			seen[o.UID] = created
+		}
+		return o.UID
+	}
+	for _, lb := range lbs {
+		hasLB[note(lb.Tags, lb.CreatedAt.Time)] = true
+	}
+	for _, f := range fips {
+		note(f.Tags, f.CreatedAt)
+	}
+	for _, p := range vips {
+		note(p.Tags, p.CreatedAt)
+	}
+	return seen, hasLB
 }
