@@ -162,6 +162,7 @@ type LoadBalancer struct {
 	Provider           string   `json:"provider"`
 	Tags               []string `json:"tags"`
 	CreatedAt          Time     `json:"created_at"`
+	UpdatedAt          Time     `json:"updated_at"`
 }
 
 // LoadBalancerSpec describes a load balancer whose VIP port the caller owns.

@@ -3,6 +3,8 @@ package service
 import (
 	"fmt"
 	"net/netip"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -49,6 +51,22 @@ func FloatingIP(svc *corev1.Service, external netip.Prefix) (addr string, want b
 		return ip.String(), true, ignored
 	}
 	return "", true, ignored
+}
+
+// StuckAfter is how long a load balancer may stay PENDING_* before Raven reports it: Octavia's own changes
+// take seconds; longer usually means its worker died in the middle of one.
+const StuckAfter = 2 * time.Minute
+
+// Stuck says the load balancer has been PENDING_* for longer than StuckAfter, and since when.
+func Stuck(lb *openstack.LoadBalancer, now time.Time) (time.Time, bool) {
+	if lb == nil || !strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
+		return time.Time{}, false
+	}
+	since := lb.CreatedAt.Time
+	if lb.UpdatedAt.After(since) {
+		since = lb.UpdatedAt.Time
+	}
+	return since, !since.IsZero() && now.Sub(since) > StuckAfter
 }
 
 // Annotations renders the kuryr.org/neutron-vip and kuryr.org/neutron-pool values. A wanted port without a

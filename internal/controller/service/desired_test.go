@@ -3,6 +3,7 @@ package service
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,5 +100,29 @@ func TestAnnotationsListOnlyServedPorts(t *testing.T) {
 	}
 	if len(pools) != 1 || pools[0].ID != "p80" || pools[0].ListenerID != "l80" || len(pools[0].Members) != 1 {
 		t.Fatalf("pools annotation = %+v, want only the served TCP 80 pool with its member", pools)
+	}
+}
+
+func TestStuck(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	at := func(ago time.Duration) openstack.Time { return openstack.Time{Time: now.Add(-ago)} }
+	cases := []struct {
+		name string
+		lb   *openstack.LoadBalancer
+		want bool
+	}{
+		{"no load balancer", nil, false},
+		{"active for long is fine", &openstack.LoadBalancer{ProvisioningStatus: "ACTIVE", CreatedAt: at(time.Hour)}, false},
+		{"pending for seconds is Octavia at work", &openstack.LoadBalancer{ProvisioningStatus: "PENDING_UPDATE", CreatedAt: at(time.Hour), UpdatedAt: at(5 * time.Second)}, false},
+		{"pending since an update long ago is stuck", &openstack.LoadBalancer{ProvisioningStatus: "PENDING_UPDATE", CreatedAt: at(time.Hour), UpdatedAt: at(10 * time.Minute)}, true},
+		{"pending since its create long ago, never updated, is stuck", &openstack.LoadBalancer{ProvisioningStatus: "PENDING_CREATE", CreatedAt: at(5 * time.Minute)}, true},
+		{"no timestamps: cannot tell, not reported", &openstack.LoadBalancer{ProvisioningStatus: "PENDING_DELETE"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, got := Stuck(tc.lb, now); got != tc.want {
+				t.Fatalf("Stuck = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -32,6 +32,9 @@ const VIPDeviceOwner = "raven:vip"
 // pending is how long Raven waits before looking at a load balancer Octavia is still changing.
 const pending = 500 * time.Millisecond
 
+// stuckPoll is how often Raven looks at a load balancer that seems stuck (see Stuck).
+const stuckPoll = 10 * time.Second
+
 // Reconciler gives services their load balancers.
 type Reconciler struct {
 	Client   client.Client
@@ -117,6 +120,11 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	}
 	if lb.ProvisioningStatus != "ACTIVE" {
 		log.V(3).Info("Load balancer not active yet", "loadBalancer", lb.ID, "status", lb.ProvisioningStatus)
+		if since, stuck := Stuck(lb, time.Now()); stuck {
+			r.warn(svc, "LoadBalancerStuck", "waiting for Octavia", fmt.Errorf("load balancer %s has been %s since %s; Octavia must finish or reset it before Raven can change it",
+				lb.ID, lb.ProvisioningStatus, since.Format(time.RFC3339)))
+			return reconcile.Result{RequeueAfter: stuckPoll}, nil
+		}
 		return reconcile.Result{RequeueAfter: pending}, nil
 	}
 	cur, err := r.current(ctx, lb.ID)
