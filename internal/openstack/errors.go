@@ -107,21 +107,28 @@ func kindOf(status int, body string) Kind {
 	return KindUnknown
 }
 
-// detail pulls the human message out of a Neutron or Octavia error body.
+// detail pulls the human message out of a Neutron or Octavia error body. A database error's SQL text and
+// parameters are cut off: they say nothing to a Kubernetes user and can be long.
 func detail(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	for _, key := range []string{`"message": "`, `"message":"`, `"faultstring": "`, `"faultstring":"`, `"description": "`} {
 		if i := strings.Index(s, key); i >= 0 {
 			rest := s[i+len(key):]
 			if j := strings.Index(rest, `"`); j >= 0 {
-				return rest[:j]
+				s = rest[:j]
+				break
 			}
 		}
 	}
-	if len(s) > 300 {
-		s = s[:300]
+	for _, cut := range []string{`\n`, "\n", " [SQL:", " (Background on this error"} {
+		if i := strings.Index(s, cut); i > 0 {
+			s = s[:i]
+		}
 	}
-	return s
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return strings.TrimSpace(s)
 }
 
 // KindOf returns the kind of an OpenStack error, or KindUnknown.

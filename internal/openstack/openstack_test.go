@@ -62,6 +62,16 @@ func TestWrapClassifies(t *testing.T) {
 	}
 }
 
+func TestDetailDropsSQL(t *testing.T) {
+	body := `{"faultcode": "Server", "faultstring": "(sqlite3.OperationalError) database is locked\n[SQL: UPDATE listener SET updated_at=? WHERE listener.id = ?]\n[parameters: ('x', 'y')]\n(Background on this error at: https://sqlalche.me/e/14/e3q8)", "debuginfo": null}`
+	if got, want := detail([]byte(body)), "(sqlite3.OperationalError) database is locked"; got != want {
+		t.Fatalf("detail = %q, want %q", got, want)
+	}
+	if got, want := detail([]byte(`{"NeutronError": {"type": "PortNotFound", "message": "Port x could not be found.", "detail": ""}}`)), "Port x could not be found."; got != want {
+		t.Fatalf("detail = %q, want %q", got, want)
+	}
+}
+
 func TestRejected(t *testing.T) {
 	for kind, want := range map[Kind]bool{KindBadRequest: true, KindQuota: true, KindUnsupported: true,
 		KindServer: false, KindUnavailable: false, KindImmutable: false, KindNotFound: false} {
