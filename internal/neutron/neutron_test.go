@@ -31,6 +31,17 @@ func setup(t *testing.T, n *fake.Neutron) *Manager {
 	return m
 }
 
+// setupNamespace is setup plus the network of namespace "ns" (UID "ns-uid").
+func setupNamespace(t *testing.T, n *fake.Neutron) (*Manager, *NamespaceNet) {
+	t.Helper()
+	m := setup(t, n)
+	nn, err := m.EnsureNamespace(context.Background(), "ns-uid", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, nn
+}
+
 func TestEnsureClusterIsIdempotent(t *testing.T) {
 	n := fake.NewNeutron()
 	first := setup(t, n)
@@ -107,11 +118,7 @@ func TestEnsureNamespaceAndPort(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			n := fake.NewNeutron()
-			m := setup(t, n)
-			nn, err := m.EnsureNamespace(ctx, "ns-uid", "ns")
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, nn := setupNamespace(t, n)
 			if tc.prepare != nil {
 				tc.prepare(t, n, m, nn)
 			}
@@ -140,11 +147,7 @@ func TestEnsureNamespaceAndPort(t *testing.T) {
 func TestDeleteNamespace(t *testing.T) {
 	ctx := context.Background()
 	n := fake.NewNeutron()
-	m := setup(t, n)
-	nn, err := m.EnsureNamespace(ctx, "ns-uid", "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, nn := setupNamespace(t, n)
 	if _, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}, nn, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -183,11 +186,7 @@ func TestDeleteNamespace(t *testing.T) {
 func TestEnsurePortKeepsTheAnnouncedDuplicate(t *testing.T) {
 	ctx := context.Background()
 	n := fake.NewNeutron()
-	m := setup(t, n)
-	nn, err := m.EnsureNamespace(ctx, "ns-uid", "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, nn := setupNamespace(t, n)
 	owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: "uid-1", Name: "ns/p"}
 	var ids []string
 	for range 2 {
@@ -215,11 +214,7 @@ func TestEnsurePortKeepsTheAnnouncedDuplicate(t *testing.T) {
 func TestConcurrentReleasesSendOneDelete(t *testing.T) {
 	ctx := context.Background()
 	n := fake.NewNeutron()
-	m := setup(t, n)
-	nn, err := m.EnsureNamespace(ctx, "ns-uid", "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, nn := setupNamespace(t, n)
 	if _, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}, nn, ""); err != nil {
 		t.Fatal(err)
 	}
