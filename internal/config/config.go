@@ -77,6 +77,9 @@ type Pools struct {
 	Batch int `json:"batch"`
 	// Max: free ports a pool holds at most.
 	Max int `json:"max"`
+	// Recycle gives the port of a deleted or finished pod back to its namespace's pool (while it has room)
+	// instead of deleting it. Off by default: the port then outlives its pod, under the pool's name.
+	Recycle bool `json:"recycle"`
 }
 
 // Controllers lists the watchers.

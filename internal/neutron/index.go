@@ -161,6 +161,19 @@ func (x *Index) Network(nsUID string) *NamespaceNet {
 	return nil
 }
 
+// NetworkByID returns a copy of the namespace network with this Neutron network ID, or nil.
+func (x *Index) NetworkByID(networkID string) *NamespaceNet {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for _, nn := range x.nets {
+		if nn.Network.ID == networkID {
+			c := *nn
+			return &c
+		}
+	}
+	return nil
+}
+
 // Networks returns copies of every namespace network.
 func (x *Index) Networks() []NamespaceNet {
 	x.mu.RLock()
@@ -345,6 +358,14 @@ func (x *Index) Confirm(portID string) {
 	defer x.mu.Unlock()
 	delete(x.claims, portID)
 	x.touch(portID)
+}
+
+// Claimed says a pool port was claimed and Neutron does not show it yet.
+func (x *Index) Claimed(portID string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	_, ok := x.claims[portID]
+	return ok
 }
 
 type claimed struct {

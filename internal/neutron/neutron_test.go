@@ -235,3 +235,70 @@ func TestConcurrentReleasesSendOneDelete(t *testing.T) {
 		t.Errorf("ports left in the index: %v", left)
 	}
 }
+
+func TestReleaseRecyclesIntoThePool(t *testing.T) {
+	ctx := context.Background()
+	pod := PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}
+	cases := []struct {
+		name    string
+		cfg     PoolConfig
+		claimed bool // the port came from the pool and Neutron does not show the claim yet
+		recycle bool
+	}{
+		{name: "recycling on, room in the pool: back to the pool", cfg: PoolConfig{Max: 5, Batch: 1, Recycle: true}, recycle: true},
+		{name: "recycling off: deleted", cfg: PoolConfig{Max: 5, Batch: 1}},
+		{name: "pool full: deleted", cfg: PoolConfig{Max: 0, Batch: 1, Recycle: true}},
+		{name: "claim not yet in Neutron: deleted", cfg: PoolConfig{Max: 5, Batch: 1, Recycle: true}, claimed: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := fake.NewNeutron()
+			m, nn := setupNamespace(t, n)
+			m.P = &Pools{M: m, Cfg: tc.cfg}
+			owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: pod.UID, Name: "ns/p"}
+			var port openstack.Port
+			if tc.claimed {
+				pool := ownership.Owner{Cluster: "c1", Kind: ownership.KindPool, Name: "ns"}
+				free, err := n.CreatePort(ctx, openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, Tags: pool.Tags()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.X.PutPort("c1", *free)
+				var ok bool
+				if port, ok = m.P.Take(nn, pod, owner); !ok {
+					t.Fatal("no pool port taken")
+				}
+			} else {
+				var err error
+				if port, _, err = m.EnsurePort(ctx, pod, nn, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := m.ReleasePorts(ctx, pod.UID); err != nil {
+				t.Fatal(err)
+			}
+			if len(m.X.PortsOf(pod.UID)) != 0 {
+				t.Fatal("the pod still has a port in the index")
+			}
+			got, err := n.GetPort(ctx, port.ID)
+			if !tc.recycle {
+				if !openstack.IsNotFound(err) {
+					t.Fatalf("port not deleted (%v)", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("recycled port gone: %v", err)
+			}
+			if o, _ := ownership.Parse(got.Tags); o.Kind != ownership.KindPool || got.Name != PoolPortName || got.DeviceID != "" {
+				t.Fatalf("recycled port = %+v, want a free pool port", got)
+			}
+			if m.X.FreeIn(nn.Network.ID) != 1 {
+				t.Fatalf("free ports in the index = %d, want 1", m.X.FreeIn(nn.Network.ID))
+			}
+			if n.Calls["DeletePort"] != 0 {
+				t.Fatal("a recycled port must not be deleted")
+			}
+		})
+	}
+}

@@ -19,6 +19,9 @@ type PoolConfig struct {
 	Batch int
 	// Max: free ports a pool holds at most.
 	Max int
+	// Recycle returns the port of a deleted or finished pod to its namespace's pool, while the pool has room,
+	// instead of deleting it: two small updates instead of a delete now and a create later.
+	Recycle bool
 }
 
 // PoolPortName is the name of a port waiting in a pool.
@@ -136,6 +139,34 @@ func (p *Pools) complete(ctx context.Context, c claim) {
 			time.AfterFunc(time.Duration(c.tries)*time.Second, func() { p.enqueue(c) })
 		}
 	}
+}
+
+// Recycle makes port, whose pod is gone or finished, a free port of its namespace's pool again: tagged as a
+// pool port first, so that a crash in between leaves a pool port (with a stale name) rather than an orphan,
+// then renamed and detached. ok is false when the pool is full, closed or not recycling, or the port is
+// claimed and not yet recorded in Neutron: the caller deletes it instead.
+func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Port) (ok bool, err error) {
+	if !p.Cfg.Recycle || nn == nil || nn.Network.ID != port.NetworkID || p.M.X.Claimed(port.ID) {
+		return false, nil
+	}
+	p.mu.Lock()
+	closed := p.closed[nn.Network.ID]
+	p.mu.Unlock()
+	if closed || p.M.X.FreeIn(nn.Network.ID) >= p.Cfg.Max {
+		return false, nil
+	}
+	owner := ownership.Owner{Cluster: p.M.C.ID, Kind: ownership.KindPool, Name: nn.Namespace}
+	if err := p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, port.ID, owner.Tags()); err != nil {
+		return false, err
+	}
+	name, dev := PoolPortName, ""
+	updated, err := p.M.N.UpdatePort(ctx, port.ID, openstack.PortUpdate{Name: &name, DeviceID: &dev})
+	if err != nil {
+		return false, err
+	}
+	updated.Tags = owner.Tags()
+	p.M.X.PutPort(p.M.C.ID, *updated)
+	return true, nil
 }
 
 // Kick refills the network's pool in the background when it runs low.

@@ -126,16 +126,36 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 	return *p, true, nil
 }
 
-// ReleasePorts deletes every port of the owner UID.
+// ReleasePorts deletes every port of the owner UID, or gives it back to its namespace's pool when pools
+// recycle (see Pools.Recycle). It returns how many ports it released.
 func (m *Manager) ReleasePorts(ctx context.Context, uid string) (int, error) {
 	n := 0
 	for _, p := range m.X.PortsOf(uid) {
-		if err := m.deletePort(ctx, p.ID); err != nil {
+		if err := m.release(ctx, p); err != nil {
 			return n, err
 		}
 		n++
 	}
 	return n, nil
+}
+
+func (m *Manager) release(ctx context.Context, p openstack.Port) error {
+	if m.P == nil || !m.P.Cfg.Recycle {
+		return m.deletePort(ctx, p.ID)
+	}
+	if _, busy := m.deleting.LoadOrStore(p.ID, struct{}{}); busy {
+		return nil
+	}
+	recycled, err := m.P.Recycle(ctx, m.X.NetworkByID(p.NetworkID), p)
+	m.deleting.Delete(p.ID)
+	switch {
+	case openstack.IsNotFound(err):
+		m.X.DropPort(p.ID) // gone already
+		return nil
+	case err != nil || recycled:
+		return err
+	}
+	return m.deletePort(ctx, p.ID)
 }
 
 // deletePort deletes a port and drops it from the index. While another worker deletes the same port it

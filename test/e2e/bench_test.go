@@ -200,19 +200,6 @@ func benchNamespace(t *testing.T, name string) string {
 	return ns
 }
 
-func writeConfig(t testing.TB, extra string) string {
-	t.Helper()
-	raw, err := os.ReadFile(env.vars["RAVEN_CONFIG"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "raven.yaml")
-	if err := os.WriteFile(p, append(raw, []byte(extra)...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestBenchmark measures its own floor (Neutron and Kubernetes alone) and then Raven, in one run.
 func TestBenchmark(t *testing.T) {
 	ctx := context.Background()

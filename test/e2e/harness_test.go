@@ -263,6 +263,20 @@ func startRaven(t testing.TB, o ravenOpts) *Raven {
 	return nil
 }
 
+// writeConfig writes the stack's Raven configuration with extra appended, for one test.
+func writeConfig(t testing.TB, extra string) string {
+	t.Helper()
+	raw, err := os.ReadFile(env.vars["RAVEN_CONFIG"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "raven.yaml")
+	if err := os.WriteFile(p, append(raw, []byte(extra)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // ensureRaven returns the running Raven, starting one with default options when none runs.
 func ensureRaven(t testing.TB) *Raven {
 	t.Helper()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -416,4 +417,33 @@ func waitPoolsSettled(t testing.TB) {
 		}
 		return stable >= 20, nil // 2 s without change
 	})
+}
+
+// With pools.recycle, a deleted pod's port goes back to its namespace's pool instead of being deleted, and
+// the next pods are served from the pool; nothing is leaked or duplicated.
+func TestRecycledPortGoesBackToThePool(t *testing.T) {
+	r := startRaven(t, ravenOpts{config: writeConfig(t, "pools: {enabled: true, minFree: 2, batch: 2, max: 10, recycle: true}\n")})
+	t.Cleanup(r.stop) // the next tests run with the stack's configuration
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createPod(t, ns, "first")
+	ann := waitAnnotated(t, ns, "first")
+	deletes := r.metric(t, "raven_openstack_request_duration_seconds_count", func(l string) bool { return strings.Contains(l, `operation="neutron port delete"`) })
+	if err := env.kube.CoreV1().Pods(ns).Delete(ctx, "first", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the deleted pod's port back in the pool", func() (bool, error) {
+		p, err := env.os.Networking.GetPort(ctx, ann.ID)
+		if err != nil {
+			return false, err
+		}
+		o, _ := ownership.Parse(p.Tags)
+		return o.Kind == ownership.KindPool && p.Name == "raven-pool" && p.DeviceID == "", nil
+	})
+	if d := r.metric(t, "raven_openstack_request_duration_seconds_count", func(l string) bool { return strings.Contains(l, `operation="neutron port delete"`) }) - deletes; d != 0 {
+		t.Errorf("%v port deletes; the port must be recycled, not deleted", d)
+	}
+	createPods(t, ns, "next", 3)
+	waitAllAnnotated(t, ns, 3, time.Minute)
+	checkInvariant(t, time.Minute)
 }
