@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -428,10 +427,10 @@ func TestRecycledPortGoesBackToThePool(t *testing.T) {
 	ns := newNamespace(t)
 	createPod(t, ns, "first")
 	ann := waitAnnotated(t, ns, "first")
-	deletes := r.metric(t, "raven_openstack_request_duration_seconds_count", func(l string) bool { return strings.Contains(l, `operation="neutron port delete"`) })
 	if err := env.kube.CoreV1().Pods(ns).Delete(ctx, "first", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
+	// The same port (same ID, so never deleted) becomes a free pool port again.
 	eventually(t, 30*time.Second, "the deleted pod's port back in the pool", func() (bool, error) {
 		p, err := env.os.Networking.GetPort(ctx, ann.ID)
 		if err != nil {
@@ -440,9 +439,6 @@ func TestRecycledPortGoesBackToThePool(t *testing.T) {
 		o, _ := ownership.Parse(p.Tags)
 		return o.Kind == ownership.KindPool && p.Name == "raven-pool" && p.DeviceID == "", nil
 	})
-	if d := r.metric(t, "raven_openstack_request_duration_seconds_count", func(l string) bool { return strings.Contains(l, `operation="neutron port delete"`) }) - deletes; d != 0 {
-		t.Errorf("%v port deletes; the port must be recycled, not deleted", d)
-	}
 	createPods(t, ns, "next", 3)
 	waitAllAnnotated(t, ns, 3, time.Minute)
 	checkInvariant(t, time.Minute)
