@@ -74,6 +74,15 @@ func portAnnotation(t testing.TB, ns, name string) (*corev1.Pod, *annotations.Po
 	return p, &port
 }
 
+// waitPortGone waits up to 30 s for Neutron to answer 404 for the port.
+func waitPortGone(t testing.TB, id, what string) {
+	t.Helper()
+	eventually(t, 30*time.Second, what, func() (bool, error) {
+		_, err := env.os.Networking.GetPort(context.Background(), id)
+		return openstack.IsNotFound(err), nil
+	})
+}
+
 func waitAnnotated(t testing.TB, ns, name string) *annotations.Port {
 	t.Helper()
 	var port *annotations.Port
@@ -216,10 +225,7 @@ func TestPodWalkthrough(t *testing.T) {
 	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), "nginx", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the port to be deleted", func() (bool, error) {
-		_, err := env.os.Networking.GetPort(context.Background(), port.ID)
-		return openstack.IsNotFound(err), nil
-	})
+	waitPortGone(t, port.ID, "the port to be deleted")
 }
 
 func TestTwoNamespacesGetTwoNetworks(t *testing.T) {
@@ -309,10 +315,7 @@ func TestPodDeletedWhileRavenStoppedLosesItsPort(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 	startRaven(t, ravenOpts{})
-	eventually(t, 30*time.Second, "the port of the pod deleted while Raven was stopped to be gone", func() (bool, error) {
-		_, err := env.os.Networking.GetPort(ctx, ann.ID)
-		return openstack.IsNotFound(err), nil
-	})
+	waitPortGone(t, ann.ID, "the port of the pod deleted while Raven was stopped to be gone")
 }
 
 func TestPortDeletedInNeutronIsRecreated(t *testing.T) {
