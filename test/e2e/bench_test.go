@@ -415,6 +415,18 @@ func TestBenchmark(t *testing.T) {
 	put("pools_warm.max", ws.max)
 	t.Logf("warm pools, burst of %d: p50 %.0f p99 %.0f max %.0f ms", *benchWarm, ws.p50, ws.p99, ws.max)
 
+	// ---- churn: every pod of a namespace replaced at once, ports deleted (default) or recycled.
+	for _, recycle := range []bool{false, true} {
+		label := map[bool]string{false: "delete", true: "recycle"}[recycle]
+		c := churn(t, w, *benchWarm, recycle)
+		put("churn_"+label+".total_s", c.total)
+		put("churn_"+label+".p99", c.p99)
+		put("churn_"+label+".neutron_writes", c.writes)
+		put("churn_"+label+".neutron_cpu_s", c.neutronCPU)
+		t.Logf("churn of %d pods, ports %sd: new pods annotated in %.1f s (p99 %.0f ms), %v Neutron writes until the pools settled, Neutron CPU %.1f s",
+			*benchWarm, label, c.total, c.p99, c.writes, c.neutronCPU)
+	}
+
 	// ---- cold start with many pods in sync.
 	r = startRaven(t, ravenOpts{})
 	existing, err := env.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
@@ -517,6 +529,90 @@ func writeResults(t testing.TB, res map[string]any, series map[string][]float64)
 }
 
 // floorSpec is a port request shaped like Raven's (the tags name a cluster no Raven runs for).
+type churnResult struct{ total, p99, writes, neutronCPU float64 }
+
+// churn fills a namespace with n pods, then deletes them all and creates n others at once: the time until
+// the new pods are annotated, and what it cost Neutron (Raven's writes and Neutron's CPU time) until the
+// old ports are gone or back in the pool and the pool is refilled.
+func churn(t *testing.T, w *annotationWatch, n int, recycle bool) churnResult {
+	t.Helper()
+	ctx := context.Background()
+	label := map[bool]string{false: "delete", true: "recycle"}[recycle]
+	r := startRaven(t, ravenOpts{config: writeConfig(t, fmt.Sprintf("pools: {enabled: true, minFree: 5, batch: 10, max: %d, recycle: %v}\n", n+50, recycle))})
+	ns := benchNamespace(t, "bench-churn-"+label)
+	namespaceSubnet(t, ns)
+	gen := func(prefix string) (map[string][]string, []string) {
+		pods, keys := map[string][]string{}, []string{}
+		for i := range n {
+			name := fmt.Sprintf("%s-%d", prefix, i)
+			pods[ns] = append(pods[ns], name)
+			keys = append(keys, ns+"/"+name)
+		}
+		return pods, keys
+	}
+	old, oldKeys := gen("old")
+	createConcurrently(t, old)
+	w.wait(t, oldKeys, w.seen, 5*time.Minute)
+	waitRefillsDone(t, r)
+	_, writes0 := r.openstackCalls(t)
+	cpu0 := groupCPU(t, env.vars["STACK_DIR"]+"/pids/neutron-server.pid")
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, name := range old[ns] {
+		wg.Go(func() {
+			_ = env.kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		})
+	}
+	fresh, freshKeys := gen("new")
+	starts := createConcurrently(t, fresh)
+	wg.Wait()
+	w.wait(t, freshKeys, w.seen, 5*time.Minute)
+	var lat []float64
+	var last time.Time
+	for _, k := range freshKeys {
+		at, _ := w.at(k, w.seen)
+		lat = append(lat, msSince(starts[k], at))
+		if at.After(last) {
+			last = at
+		}
+	}
+	eventually(t, 5*time.Minute, "the old pods' ports released", func() (bool, error) {
+		return len(clusterPortsIn(t, ns)) == n, nil
+	})
+	waitRefillsDone(t, r)
+	_, writes1 := r.openstackCalls(t)
+	res := churnResult{total: last.Sub(start).Seconds(), p99: summarize(lat).p99, writes: writes1 - writes0,
+		neutronCPU: groupCPU(t, env.vars["STACK_DIR"]+"/pids/neutron-server.pid") - cpu0}
+	r.stop()
+	return res
+}
+
+// groupCPU is the CPU time, in seconds, of the process group whose leader's PID is in pidFile (Neutron's
+// API process and its RPC workers).
+func groupCPU(t testing.TB, pidFile string) float64 {
+	t.Helper()
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgid := strings.TrimSpace(string(raw))
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var total float64
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b)[strings.LastIndex(string(b), ")")+2:])
+		if len(f) > 12 && f[2] == pgid {
+			ut, _ := strconv.ParseFloat(f[11], 64)
+			st, _ := strconv.ParseFloat(f[12], 64)
+			total += (ut + st) / 100
+		}
+	}
+	return total
+}
+
 func floorSpec(network, subnet string, i int) openstack.PortSpec {
 	o := ownership.Owner{Cluster: "bench-floor", Kind: ownership.KindPod, UID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i), Name: "bench/floor"}
 	return openstack.PortSpec{NetworkID: network, SubnetID: subnet, Name: fmt.Sprintf("floor-%d", i), DeviceOwner: "raven:pod",
