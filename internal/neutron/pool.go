@@ -20,7 +20,8 @@ type PoolConfig struct {
 	// Max: free ports a pool holds at most.
 	Max int
 	// Recycle returns the port of a deleted or finished pod to its namespace's pool, while the pool has room,
-	// instead of deleting it: two small updates instead of a delete now and a create later.
+	// instead of deleting it: new pods of a namespace whose pods are replaced find ports at once, at the cost
+	// of more Neutron updates.
 	Recycle bool
 }
 
