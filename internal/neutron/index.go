@@ -100,12 +100,16 @@ func namespaceNets(cluster string, s *Snapshot) map[string]*NamespaceNet {
 		nets[o.UID] = nn
 		byNet[n.ID] = nn
 	}
-	bySubnet := map[string]*NamespaceNet{}
 	for i := range s.Subnets {
 		sub := s.Subnets[i]
 		if nn := byNet[sub.NetworkID]; nn != nil && ownership.Owns(cluster, sub.Tags) {
 			nn.Subnet = &sub
-			bySubnet[sub.ID] = nn
+		}
+	}
+	bySubnet := map[string]*NamespaceNet{} // only the subnet each network keeps
+	for _, nn := range nets {
+		if nn.Subnet != nil {
+			bySubnet[nn.Subnet.ID] = nn
 		}
 	}
 	for _, p := range s.RouterPorts {
@@ -209,6 +213,13 @@ func (x *Index) PortsOf(uid string) []openstack.Port {
 	}
 	slices.SortFunc(out, func(a, b openstack.Port) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out
+}
+
+// OwnedBy says the index has the port as one of uid's.
+func (x *Index) OwnedBy(portID, uid string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return slices.Contains(x.byUID[uid], portID)
 }
 
 // PortsOn returns the pod and pool ports on a network.

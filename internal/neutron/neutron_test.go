@@ -3,6 +3,7 @@ package neutron
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -300,5 +301,53 @@ func TestReleaseRecyclesIntoThePool(t *testing.T) {
 				t.Fatal("a recycled port must not be deleted")
 			}
 		})
+	}
+}
+
+func TestReleaseLeavesAPortThatChangedHands(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m, nn := setupNamespace(t, n)
+	port, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-new", Namespace: "ns", Name: "new"}, nn, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A worker that read the port as uid-old's before it changed hands must leave it alone.
+	if err := m.release(ctx, "uid-old", port); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.GetPort(ctx, port.ID); err != nil || n.Calls["DeletePort"] != 0 {
+		t.Fatalf("the new owner's port was deleted (%v, %d deletes)", err, n.Calls["DeletePort"])
+	}
+}
+
+func TestRecyclingStopsAtMax(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m, nn := setupNamespace(t, n)
+	m.P = &Pools{M: m, Cfg: PoolConfig{Max: 2, Batch: 1, Recycle: true}}
+	var uids []string
+	for i := range 6 {
+		uid := fmt.Sprintf("uid-%d", i)
+		if _, _, err := m.EnsurePort(ctx, PodRef{UID: uid, Namespace: "ns", Name: uid}, nn, ""); err != nil {
+			t.Fatal(err)
+		}
+		uids = append(uids, uid)
+	}
+	n.Delay = 20 * time.Millisecond // the recycling workers overlap
+	var wg sync.WaitGroup
+	for _, uid := range uids {
+		wg.Go(func() {
+			if _, err := m.ReleasePorts(ctx, uid); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if free := m.X.FreeIn(nn.Network.ID); free != 2 {
+		t.Errorf("%d free ports after 6 releases into a pool of at most 2, want 2", free)
+	}
+	if n.Calls["DeletePort"] != 4 {
+		t.Errorf("%d deletes, want the 4 ports the pool had no room for", n.Calls["DeletePort"])
 	}
 }

@@ -40,6 +40,7 @@ type Pools struct {
 	lastTake  time.Time
 	refilling map[string]bool
 	closed    map[string]bool
+	returning map[string]int // recycled ports on their way back, by network
 	finish    chan claim
 	ctx       context.Context
 }
@@ -150,12 +151,22 @@ func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Po
 	if !p.Cfg.Recycle || nn == nil || nn.Network.ID != port.NetworkID || p.M.X.Claimed(port.ID) {
 		return false, nil
 	}
+	// Reserve a place first: several workers recycle at once, and the pool must not grow past Max.
 	p.mu.Lock()
-	closed := p.closed[nn.Network.ID]
-	p.mu.Unlock()
-	if closed || p.M.X.FreeIn(nn.Network.ID) >= p.Cfg.Max {
+	if p.closed[nn.Network.ID] || p.M.X.FreeIn(nn.Network.ID)+p.returning[nn.Network.ID] >= p.Cfg.Max {
+		p.mu.Unlock()
 		return false, nil
 	}
+	if p.returning == nil {
+		p.returning = map[string]int{}
+	}
+	p.returning[nn.Network.ID]++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.returning[nn.Network.ID]--
+		p.mu.Unlock()
+	}()
 	owner := ownership.Owner{Cluster: p.M.C.ID, Kind: ownership.KindPool, Name: nn.Namespace}
 	if err := p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, port.ID, owner.Tags()); err != nil {
 		return false, err

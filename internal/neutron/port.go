@@ -131,7 +131,7 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 func (m *Manager) ReleasePorts(ctx context.Context, uid string) (int, error) {
 	n := 0
 	for _, p := range m.X.PortsOf(uid) {
-		if err := m.release(ctx, p); err != nil {
+		if err := m.release(ctx, uid, p); err != nil {
 			return n, err
 		}
 		n++
@@ -139,23 +139,27 @@ func (m *Manager) ReleasePorts(ctx context.Context, uid string) (int, error) {
 	return n, nil
 }
 
-func (m *Manager) release(ctx context.Context, p openstack.Port) error {
-	if m.P == nil || !m.P.Cfg.Recycle {
-		return m.deletePort(ctx, p.ID)
-	}
+func (m *Manager) release(ctx context.Context, uid string, p openstack.Port) error {
 	if _, busy := m.deleting.LoadOrStore(p.ID, struct{}{}); busy {
 		return nil
 	}
-	recycled, err := m.P.Recycle(ctx, m.X.NetworkByID(p.NetworkID), p)
-	m.deleting.Delete(p.ID)
-	switch {
-	case openstack.IsNotFound(err):
-		m.X.DropPort(p.ID) // gone already
+	defer m.deleting.Delete(p.ID)
+	// Ports change hands (pools, recycling): act only if it is still this owner's, now that no other worker
+	// can act on it.
+	if !m.X.OwnedBy(p.ID, uid) {
 		return nil
-	case err != nil || recycled:
-		return err
 	}
-	return m.deletePort(ctx, p.ID)
+	if m.P != nil && m.P.Cfg.Recycle {
+		recycled, err := m.P.Recycle(ctx, m.X.NetworkByID(p.NetworkID), p)
+		switch {
+		case openstack.IsNotFound(err):
+			m.X.DropPort(p.ID) // gone already
+			return nil
+		case err != nil || recycled:
+			return err
+		}
+	}
+	return m.deleteGuarded(ctx, p.ID)
 }
 
 // deletePort deletes a port and drops it from the index. While another worker deletes the same port it
@@ -165,6 +169,11 @@ func (m *Manager) deletePort(ctx context.Context, id string) error {
 		return nil
 	}
 	defer m.deleting.Delete(id)
+	return m.deleteGuarded(ctx, id)
+}
+
+// deleteGuarded deletes a port whose guard in m.deleting the caller holds.
+func (m *Manager) deleteGuarded(ctx context.Context, id string) error {
 	if err := openstack.IgnoreNotFound(m.N.DeletePort(ctx, id)); err != nil {
 		return err
 	}

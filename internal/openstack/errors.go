@@ -125,8 +125,8 @@ func detail(b []byte) string {
 			s = s[:i]
 		}
 	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
 	}
 	return strings.TrimSpace(s)
 }

@@ -126,6 +126,10 @@ func (s *Sweeper) old(created, now time.Time) bool {
 
 func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 	log := klog.FromContext(ctx)
+	// The ports are read before the pods: a pod is in the cache before it can take a port (a pool port, or a
+	// recycled one, whose creation time says nothing of when it was taken), so every owner of a port read
+	// here is in the pod list below if it still exists.
+	candidates := s.Neutron.X.PortsOfKind(ownership.KindPod)
 	var pods corev1.PodList
 	if err := s.Client.List(ctx, &pods); err != nil {
 		return err
@@ -149,7 +153,7 @@ func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, 4)
 	)
-	for _, port := range s.Neutron.X.PortsOfKind(ownership.KindPod) {
+	for _, port := range candidates {
 		o, _ := ownership.Parse(port.Tags)
 		if live[o.UID] || !s.old(port.CreatedAt, now) {
 			continue

@@ -66,7 +66,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if nn == nil || nn.Subnet == nil || !nn.Attached {
 		// The namespace controller is still building the network; its annotation brings the pod back.
 		log.V(3).Info("Waiting for the namespace network")
-		if time.Since(ns.CreationTimestamp.Time) < networkPatience {
+		waiting := ns.CreationTimestamp.Time // the pod waits since the later of its and its namespace's creation
+		if pod.CreationTimestamp.After(waiting) {
+			waiting = pod.CreationTimestamp.Time
+		}
+		if time.Since(waiting) < networkPatience {
 			return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 		}
 		// Longer than a network takes to build: say so on the pod, where its owner looks first.

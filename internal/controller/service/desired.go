@@ -53,11 +53,15 @@ func FloatingIP(svc *corev1.Service, external netip.Prefix) (addr string, want b
 	return "", true, ignored
 }
 
-// StuckAfter is how long a load balancer may stay PENDING_* before Raven reports it: Octavia's own changes
-// take seconds; longer usually means its worker died in the middle of one.
-const StuckAfter = 2 * time.Minute
+// StuckAfter is how long a load balancer may stay PENDING_UPDATE or PENDING_DELETE before Raven reports
+// it: Octavia's changes take seconds; longer usually means its worker died in the middle of one. A create
+// may take minutes (an amphora boots), so PENDING_CREATE gets StuckCreatingAfter.
+const (
+	StuckAfter         = 2 * time.Minute
+	StuckCreatingAfter = 10 * time.Minute
+)
 
-// Stuck says the load balancer has been PENDING_* for longer than StuckAfter, and since when.
+// Stuck says the load balancer has been PENDING_* for longer than it should, and since when.
 func Stuck(lb *openstack.LoadBalancer, now time.Time) (time.Time, bool) {
 	if lb == nil || !strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
 		return time.Time{}, false
@@ -66,7 +70,11 @@ func Stuck(lb *openstack.LoadBalancer, now time.Time) (time.Time, bool) {
 	if lb.UpdatedAt.After(since) {
 		since = lb.UpdatedAt.Time
 	}
-	return since, !since.IsZero() && now.Sub(since) > StuckAfter
+	limit := StuckAfter
+	if lb.ProvisioningStatus == "PENDING_CREATE" {
+		limit = StuckCreatingAfter
+	}
+	return since, !since.IsZero() && now.Sub(since) > limit
 }
 
 // Annotations renders the kuryr.org/neutron-vip and kuryr.org/neutron-pool values. A wanted port without a
@@ -91,9 +99,6 @@ func Annotations(svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBala
 				p.ListenerID = l.ID
 			}
 		}
-		if p.ListenerID == "" {
-			continue // Octavia refused this port's listener: it is not served, the Warning event says why
-		}
 		for _, cp := range cur.Pools {
 			if cp.ListenerID == p.ListenerID && p.ListenerID != "" {
 				p.ID = cp.ID
@@ -101,6 +106,9 @@ func Annotations(svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBala
 					p.Members = append(p.Members, annotations.Member{Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID})
 				}
 			}
+		}
+		if p.ListenerID == "" || p.ID == "" {
+			continue // Octavia refused this port's listener or pool: it is not served, the Warning event says why
 		}
 		pools = append(pools, p)
 	}

@@ -115,7 +115,8 @@ func TestStuck(t *testing.T) {
 		{"active for long is fine", &openstack.LoadBalancer{ProvisioningStatus: "ACTIVE", CreatedAt: at(time.Hour)}, false},
 		{"pending for seconds is Octavia at work", &openstack.LoadBalancer{ProvisioningStatus: "PENDING_UPDATE", CreatedAt: at(time.Hour), UpdatedAt: at(5 * time.Second)}, false},
 		{"pending since an update long ago is stuck", &openstack.LoadBalancer{ProvisioningStatus: "PENDING_UPDATE", CreatedAt: at(time.Hour), UpdatedAt: at(10 * time.Minute)}, true},
-		{"pending since its create long ago, never updated, is stuck", &openstack.LoadBalancer{ProvisioningStatus: "PENDING_CREATE", CreatedAt: at(5 * time.Minute)}, true},
+		{"a create may take minutes: an amphora boots", &openstack.LoadBalancer{ProvisioningStatus: "PENDING_CREATE", CreatedAt: at(5 * time.Minute)}, false},
+		{"a create pending for a quarter of an hour is stuck", &openstack.LoadBalancer{ProvisioningStatus: "PENDING_CREATE", CreatedAt: at(15 * time.Minute)}, true},
 		{"no timestamps: cannot tell, not reported", &openstack.LoadBalancer{ProvisioningStatus: "PENDING_DELETE"}, false},
 	}
 	for _, tc := range cases {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +35,7 @@ const VIPDeviceOwner = "raven:vip"
 const pending = 500 * time.Millisecond
 
 // stuckPoll is how often Raven looks at a load balancer that seems stuck (see Stuck).
-const stuckPoll = 10 * time.Second
+const stuckPoll = 5 * time.Second
 
 // Reconciler gives services their load balancers.
 type Reconciler struct {
@@ -42,7 +44,20 @@ type Reconciler struct {
 	LB       openstack.LoadBalancing
 	Gate     *controller.Gate
 	Recorder events.EventRecorder
+
+	// refusals remembers the changes Octavia refused, by Service UID and step, so that they are asked again
+	// only after refusalRetry and not before every other change of the plan. In memory only: after a
+	// restart each is asked once more.
+	refusals sync.Map // string → refusal
 }
+
+type refusal struct {
+	until time.Time
+	what  string // the step and Octavia's answer
+}
+
+// refusalRetry is how long Raven waits before asking Octavia again for a change it refused.
+const refusalRetry = 30 * time.Second
 
 // Reconcile makes Octavia and Neutron match the Service as it is now. It never waits for Octavia: while
 // a load balancer is PENDING_* it returns and looks again shortly.
@@ -67,6 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: pending}, nil
 		}
 		klog.FromContext(ctx).V(1).Info("Removed load balancer")
+		r.forgetRefusals(string(svc.UID))
 		if Served(&svc) || svc.DeletionTimestamp != nil {
 			return reconcile.Result{}, controller.SetFinalizer(ctx, r.Client, &svc, annotations.ServiceFinalizer, false)
 		}
@@ -131,7 +147,7 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	applied, refused, err := r.applyNext(ctx, svc, lb, octavia.Plan(want, cur))
+	applied, retry, err := r.applyNext(ctx, svc, lb, octavia.Plan(want, cur))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -154,33 +170,91 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	if err := r.patchAnnotations(ctx, svc, want2); err != nil {
 		return reconcile.Result{}, err
 	}
-	// What Octavia refused is asked again with the controller's backoff (a quota may be raised).
-	return reconcile.Result{}, refused
+	// What Octavia refused is asked again later (a quota may be raised): retry is 0 when nothing was refused.
+	return reconcile.Result{RequeueAfter: retry}, nil
 }
 
 // applyNext applies the first step of the plan that Octavia accepts: Octavia locks the load balancer while
 // it works, so one accepted step per reconcile. A step Octavia refuses outright (invalid, over quota, not
-// supported by the provider) is reported and passed over, so that the ports Octavia can serve are still
-// built; refused joins those refusals. err is any other failure, which stops the plan.
-func (r *Reconciler) applyNext(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, steps []octavia.Step) (applied bool, refused, err error) {
-	var refusals []error
+// supported by the provider) is passed over, so that the ports Octavia can serve are still built; it is
+// remembered and asked again after refusalRetry, and retry says when the next such attempt is due. One
+// Warning event lists what Octavia refused whenever it refuses something anew. err is any other failure,
+// which stops the plan.
+func (r *Reconciler) applyNext(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, steps []octavia.Step) (applied bool, retry time.Duration, err error) {
+	log := klog.FromContext(ctx)
+	now := time.Now()
+	var (
+		refused []string
+		fresh   []error
+	)
 	for _, s := range steps {
-		what := fmt.Sprintf("%s %s %d on load balancer %s", s.Kind, s.Listener.Protocol, s.Listener.Port, lb.ID)
+		what := fmt.Sprintf("%s %s %d", s.Kind, s.Listener.Protocol, s.Listener.Port)
+		key := string(svc.UID) + "|" + what
+		if v, ok := r.refusals.Load(key); ok {
+			if ref := v.(refusal); now.Before(ref.until) {
+				refused = append(refused, ref.what)
+				retry = shortest(retry, ref.until.Sub(now))
+				continue
+			}
+			r.refusals.Delete(key)
+		}
 		err := r.apply(ctx, svc, lb, s)
 		switch {
 		case err == nil:
-			return true, nil, nil
+			r.reportRefusals(svc, lb, refused, fresh)
+			return true, 0, nil
 		case openstack.Rejected(err) && s.Kind != octavia.DeletePool && s.Kind != octavia.DeleteListener:
-			r.warn(svc, "LoadBalancerRefused", what, err)
-			refusals = append(refusals, err)
+			log.Info("Octavia refused a change; building the other ports", "step", what, "loadBalancer", lb.ID, "err", err.Error())
+			ref := refusal{until: now.Add(refusalRetry), what: what + ": " + err.Error()}
+			r.refusals.Store(key, ref)
+			refused = append(refused, ref.what)
+			fresh = append(fresh, err)
+			retry = shortest(retry, refusalRetry)
 		case openstack.KindOf(err) == openstack.KindImmutable:
-			return false, nil, err // Octavia is still applying an earlier change: not worth a Warning
+			return false, 0, err // Octavia is still applying an earlier change: not worth a Warning
 		default:
-			r.warn(svc, "LoadBalancerUpdate", what, err)
-			return false, nil, err
+			r.warn(svc, "LoadBalancerUpdate", what+" on load balancer "+lb.ID, err)
+			return false, 0, err
 		}
 	}
-	return false, errors.Join(refusals...), nil
+	r.reportRefusals(svc, lb, refused, fresh)
+	return false, retry, nil
+}
+
+// reportRefusals raises one Warning event when Octavia refused something anew: the first new refusal names
+// the reason (LoadBalancerRefused<Kind>), the message lists every change refused now.
+func (r *Reconciler) reportRefusals(svc *corev1.Service, lb *openstack.LoadBalancer, refused []string, fresh []error) {
+	if len(fresh) == 0 {
+		return
+	}
+	r.warn(svc, "LoadBalancerRefused", fmt.Sprintf("Octavia refused %d change(s) of load balancer %s; the other ports are served", len(refused), lb.ID),
+		refusedError{first: fresh[0], all: refused})
+}
+
+// refusedError carries the first new refusal (for its kind) and the text of all current ones.
+type refusedError struct {
+	first error
+	all   []string
+}
+
+func (e refusedError) Error() string { return strings.Join(e.all, "; ") }
+func (e refusedError) Unwrap() error { return e.first }
+
+func shortest(a, b time.Duration) time.Duration {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
+}
+
+// forgetRefusals drops what Octavia refused for a Service that no longer needs a load balancer.
+func (r *Reconciler) forgetRefusals(uid string) {
+	r.refusals.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), uid+"|") {
+			r.refusals.Delete(k)
+		}
+		return true
+	})
 }
 
 func (r *Reconciler) owner(svc *corev1.Service) ownership.Owner {
