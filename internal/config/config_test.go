@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -72,5 +74,33 @@ func TestLoadAndFlags(t *testing.T) {
 				t.Fatalf("unexpected options %+v", o)
 			}
 		})
+	}
+}
+
+// The configuration shipped in deploy/ must load (unknown fields are errors) and validate.
+func TestDeployedConfigLoads(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal([]byte(strings.SplitN(string(raw), "\n---", 2)[0]), &cm); err != nil {
+		t.Fatal(err)
+	}
+	body, ok := cm.Data["raven.yaml"]
+	if !ok {
+		t.Fatal("deploy/config.yaml has no raven.yaml")
+	}
+	o, err := Load(writeFile(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !o.Pools.Enabled || o.Pools.Recycle || !o.LeaderElection.Enabled {
+		t.Errorf("deployed pools %+v, leader election %v; want pools on, recycling off, leader election on", o.Pools, o.LeaderElection.Enabled)
 	}
 }
