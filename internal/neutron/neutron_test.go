@@ -313,8 +313,9 @@ func TestReleaseLeavesAPortThatChangedHands(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A worker that read the port as uid-old's before it changed hands must leave it alone.
-	if err := m.release(ctx, "uid-old", port); err != nil {
-		t.Fatal(err)
+	done, err := m.release(ctx, "uid-old", port)
+	if err != nil || done {
+		t.Fatalf("release = %v, %v; want nothing done", done, err)
 	}
 	if _, err := n.GetPort(ctx, port.ID); err != nil || n.Calls["DeletePort"] != 0 {
 		t.Fatalf("the new owner's port was deleted (%v, %d deletes)", err, n.Calls["DeletePort"])

@@ -143,9 +143,7 @@ func (p *Pools) complete(ctx context.Context, c claim) {
 	}
 }
 
-// Recycle makes port, whose pod is gone or finished, a free port of its namespace's pool again: tagged as a
-// pool port first, so that a crash in between leaves a pool port (with a stale name) rather than an orphan,
-// then renamed and detached. ok is false when the pool is full, closed or not recycling, or the port is
+// Recycle makes port, whose pod is gone or finished, a free port of its namespace's pool again. ok is false when the pool is full, closed or not recycling, or the port is
 // claimed and not yet recorded in Neutron: the caller deletes it instead.
 func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Port) (ok bool, err error) {
 	if !p.Cfg.Recycle || nn == nil || nn.Network.ID != port.NetworkID || p.M.X.Claimed(port.ID) {
@@ -164,16 +162,21 @@ func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Po
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
-		p.returning[nn.Network.ID]--
+		if p.returning[nn.Network.ID]--; p.returning[nn.Network.ID] == 0 {
+			delete(p.returning, nn.Network.ID)
+		}
 		p.mu.Unlock()
 	}()
-	owner := ownership.Owner{Cluster: p.M.C.ID, Kind: ownership.KindPool, Name: nn.Namespace}
-	if err := p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, port.ID, owner.Tags()); err != nil {
-		return false, err
-	}
+	// Detach first, tag last: until the tags say pool, nobody can take the port, so no write of this
+	// function lands after a new owner's. A crash in between leaves a detached port of a gone pod, which
+	// the sweep releases.
 	name, dev := PoolPortName, ""
 	updated, err := p.M.N.UpdatePort(ctx, port.ID, openstack.PortUpdate{Name: &name, DeviceID: &dev})
 	if err != nil {
+		return false, err
+	}
+	owner := ownership.Owner{Cluster: p.M.C.ID, Kind: ownership.KindPool, Name: nn.Namespace}
+	if err := p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, port.ID, owner.Tags()); err != nil {
 		return false, err
 	}
 	updated.Tags = owner.Tags()
@@ -216,7 +219,9 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet) {
 		p.mu.Lock()
 		closed := p.closed[nn.Network.ID]
 		p.mu.Unlock()
-		free := p.M.X.FreeIn(nn.Network.ID)
+		p.mu.Lock()
+		free := p.M.X.FreeIn(nn.Network.ID) + p.returning[nn.Network.ID] // recycled ports on their way count
+		p.mu.Unlock()
 		if closed || free >= p.Cfg.MinFree {
 			return
 		}

@@ -131,35 +131,42 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 func (m *Manager) ReleasePorts(ctx context.Context, uid string) (int, error) {
 	n := 0
 	for _, p := range m.X.PortsOf(uid) {
-		if err := m.release(ctx, uid, p); err != nil {
+		done, err := m.release(ctx, uid, p)
+		if err != nil {
 			return n, err
 		}
-		n++
+		if done {
+			n++
+		}
 	}
 	return n, nil
 }
 
-func (m *Manager) release(ctx context.Context, uid string, p openstack.Port) error {
+// release deletes or recycles one port of uid; done is false when another worker has it in hand or it
+// is no longer uid's.
+func (m *Manager) release(ctx context.Context, uid string, p openstack.Port) (done bool, err error) {
 	if _, busy := m.deleting.LoadOrStore(p.ID, struct{}{}); busy {
-		return nil
+		return false, nil
 	}
 	defer m.deleting.Delete(p.ID)
 	// Ports change hands (pools, recycling): act only if it is still this owner's, now that no other worker
 	// can act on it.
 	if !m.X.OwnedBy(p.ID, uid) {
-		return nil
+		return false, nil
 	}
 	if m.P != nil && m.P.Cfg.Recycle {
 		recycled, err := m.P.Recycle(ctx, m.X.NetworkByID(p.NetworkID), p)
 		switch {
 		case openstack.IsNotFound(err):
 			m.X.DropPort(p.ID) // gone already
-			return nil
-		case err != nil || recycled:
-			return err
+			return true, nil
+		case err != nil:
+			return false, err
+		case recycled:
+			return true, nil
 		}
 	}
-	return m.deleteGuarded(ctx, p.ID)
+	return true, m.deleteGuarded(ctx, p.ID)
 }
 
 // deletePort deletes a port and drops it from the index. While another worker deletes the same port it

@@ -161,14 +161,17 @@ func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if _, err := s.Neutron.ReleasePorts(ctx, o.UID); err != nil {
+			n, err := s.Neutron.ReleasePorts(ctx, o.UID)
+			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
 				return
 			}
-			log.Info("Deleted orphan port", "port", port.ID, "owner", o.Name, "podUID", o.UID)
-			s.swept("port")
+			if n > 0 { // 0: another worker had it in hand
+				log.Info("Released orphan port", "port", port.ID, "owner", o.Name, "podUID", o.UID)
+				s.swept("port")
+			}
 		})
 	}
 	wg.Wait()

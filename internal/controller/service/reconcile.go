@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,8 +36,14 @@ const VIPDeviceOwner = "raven:vip"
 // pending is how long Raven waits before looking at a load balancer Octavia is still changing.
 const pending = 500 * time.Millisecond
 
-// stuckPoll is how often Raven looks at a load balancer that seems stuck (see Stuck).
-const stuckPoll = 5 * time.Second
+// pollAfter says when to look again at a load balancer Octavia has been changing since since: every half
+// second at first, then less often as the change drags on (an amphora booting), at most every 5 s.
+func pollAfter(since, now time.Time) time.Duration {
+	if since.IsZero() {
+		return pending
+	}
+	return min(max(now.Sub(since)/10, pending), 5*time.Second)
+}
 
 // Reconciler gives services their load balancers.
 type Reconciler struct {
@@ -136,12 +144,12 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	}
 	if lb.ProvisioningStatus != "ACTIVE" {
 		log.V(3).Info("Load balancer not active yet", "loadBalancer", lb.ID, "status", lb.ProvisioningStatus)
-		if since, stuck := Stuck(lb, time.Now()); stuck {
+		since, stuck := Stuck(lb, time.Now())
+		if stuck {
 			r.warn(svc, "LoadBalancerStuck", "waiting for Octavia", fmt.Errorf("load balancer %s has been %s since %s; Octavia must finish or reset it before Raven can change it",
 				lb.ID, lb.ProvisioningStatus, since.Format(time.RFC3339)))
-			return reconcile.Result{RequeueAfter: stuckPoll}, nil
 		}
-		return reconcile.Result{RequeueAfter: pending}, nil
+		return reconcile.Result{RequeueAfter: pollAfter(since, time.Now())}, nil
 	}
 	cur, err := r.current(ctx, lb.ID)
 	if err != nil {
@@ -183,13 +191,14 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 func (r *Reconciler) applyNext(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, steps []octavia.Step) (applied bool, retry time.Duration, err error) {
 	log := klog.FromContext(ctx)
 	now := time.Now()
+	r.pruneRefusals(now)
 	var (
 		refused []string
 		fresh   []error
 	)
 	for _, s := range steps {
 		what := fmt.Sprintf("%s %s %d", s.Kind, s.Listener.Protocol, s.Listener.Port)
-		key := string(svc.UID) + "|" + what
+		key := string(svc.UID) + "|" + what + "|" + specHash(s) // a changed step is a new question
 		if v, ok := r.refusals.Load(key); ok {
 			if ref := v.(refusal); now.Before(ref.until) {
 				refused = append(refused, ref.what)
@@ -211,8 +220,10 @@ func (r *Reconciler) applyNext(ctx context.Context, svc *corev1.Service, lb *ope
 			fresh = append(fresh, err)
 			retry = shortest(retry, refusalRetry)
 		case openstack.KindOf(err) == openstack.KindImmutable:
+			r.reportRefusals(svc, lb, refused, fresh)
 			return false, 0, err // Octavia is still applying an earlier change: not worth a Warning
 		default:
+			r.reportRefusals(svc, lb, refused, fresh)
 			r.warn(svc, "LoadBalancerUpdate", what+" on load balancer "+lb.ID, err)
 			return false, 0, err
 		}
@@ -237,7 +248,25 @@ type refusedError struct {
 	all   []string
 }
 
-func (e refusedError) Error() string { return strings.Join(e.all, "; ") }
+// Error lists the refusals, within what an Event's message may hold (1024 bytes).
+func (e refusedError) Error() string {
+	const limit = 900
+	var b strings.Builder
+	for i, what := range e.all {
+		if r := []rune(what); len(r) > 200 {
+			what = string(r[:200]) + "…"
+		}
+		if b.Len()+len(what) > limit {
+			fmt.Fprintf(&b, "; and %d more", len(e.all)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(what)
+	}
+	return b.String()
+}
 func (e refusedError) Unwrap() error { return e.first }
 
 func shortest(a, b time.Duration) time.Duration {
@@ -245,6 +274,23 @@ func shortest(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
+}
+
+// specHash tells two versions of a step apart (other members, another algorithm).
+func specHash(s octavia.Step) string {
+	h := fnv.New64a()
+	_, _ = fmt.Fprintf(h, "%s|%s|%v", s.ID, s.Listener.Algorithm, s.Listener.Members)
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+// pruneRefusals forgets refusals whose time is up, so that ports removed or changed since do not pile up.
+func (r *Reconciler) pruneRefusals(now time.Time) {
+	r.refusals.Range(func(k, v any) bool {
+		if !now.Before(v.(refusal).until) {
+			r.refusals.Delete(k)
+		}
+		return true
+	})
 }
 
 // forgetRefusals drops what Octavia refused for a Service that no longer needs a load balancer.

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -101,9 +103,68 @@ func TestApplyNextPassesOverRefusals(t *testing.T) {
 
 	t.Run("a refusal is asked again once refusalRetry has passed", func(t *testing.T) {
 		r, o, _ := newReconciler(map[int]error{80: quota})
-		r.refusals.Store(string(svc.UID)+"|CreateListener TCP 80", refusal{until: time.Now().Add(-time.Second), what: "old"})
+		st := steps(80)[0]
+		r.refusals.Store(string(svc.UID)+"|CreateListener TCP 80|"+specHash(st), refusal{until: time.Now().Add(-time.Second), what: "old"})
 		if _, _, _ = r.applyNext(ctx, svc, lb, steps(80)); o.calls[80] != 1 {
 			t.Fatalf("an expired refusal must be asked again (%d calls)", o.calls[80])
 		}
 	})
+}
+
+func TestApplyNextAsksAgainWhenTheStepChanged(t *testing.T) {
+	quota := openstack.NewError("octavia member batch_update", openstack.KindQuota, 403, "Quota has been met for resources: Member")
+	o := &memberOctavia{err: quota}
+	r := &Reconciler{Neutron: &neutron.Manager{C: &neutron.Cluster{ID: "c1"}}, LB: o}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "svc-uid"}}
+	step := func(addrs ...string) []octavia.Step {
+		l := octavia.Listener{Protocol: "TCP", Port: 80}
+		for _, a := range addrs {
+			l.Members = append(l.Members, openstack.MemberSpec{Address: a, ProtocolPort: 8080})
+		}
+		return []octavia.Step{{Kind: octavia.ReplaceMembers, ID: "pool", Listener: l}}
+	}
+	ctx := context.Background()
+	_, _, _ = r.applyNext(ctx, svc, &openstack.LoadBalancer{ID: "lb"}, step("10.0.0.1", "10.0.0.2"))
+	_, _, _ = r.applyNext(ctx, svc, &openstack.LoadBalancer{ID: "lb"}, step("10.0.0.1", "10.0.0.2"))
+	if o.calls != 1 {
+		t.Fatalf("%d calls for the same refused members, want 1", o.calls)
+	}
+	_, _, _ = r.applyNext(ctx, svc, &openstack.LoadBalancer{ID: "lb"}, step("10.0.0.1"))
+	if o.calls != 2 {
+		t.Fatalf("%d calls; other members are another question and must be asked at once", o.calls)
+	}
+}
+
+type memberOctavia struct {
+	openstack.LoadBalancing
+	err   error
+	calls int
+}
+
+func (o *memberOctavia) ReplaceMembers(context.Context, string, []openstack.MemberSpec) error {
+	o.calls++
+	return o.err
+}
+
+func TestRefusedErrorFitsAnEvent(t *testing.T) {
+	var all []string
+	for i := range 40 {
+		all = append(all, fmt.Sprintf("CreateListener TCP %d: octavia listener create: QuotaExceeded (403): Quota has been met for resources: Listener", 10000+i))
+	}
+	msg := refusedError{first: errors.New("x"), all: all}.Error()
+	if len(msg) > 1000 || !strings.Contains(msg, "more") || !strings.HasPrefix(msg, "CreateListener TCP 10000") {
+		t.Fatalf("message of %d bytes: %q", len(msg), msg)
+	}
+}
+
+func TestPollAfter(t *testing.T) {
+	now := time.Now()
+	for ago, want := range map[time.Duration]time.Duration{0: pending, 2 * time.Second: pending, 20 * time.Second: 2 * time.Second, 10 * time.Minute: 5 * time.Second} {
+		if got := pollAfter(now.Add(-ago), now); got != want {
+			t.Errorf("pollAfter(%s ago) = %s, want %s", ago, got, want)
+		}
+	}
+	if pollAfter(time.Time{}, now) != pending {
+		t.Error("no timestamp: poll as usual")
+	}
 }
