@@ -173,6 +173,11 @@ func TestChaosServiceWithManyPorts(t *testing.T) {
 		return withMembers >= 3, err
 	})
 	firstPorts := time.Since(start)
+	// The VIP is announced while the load balancer is still being built (seed 004: VIP first, members after).
+	var vip annotations.VIP
+	if ok, err := annotations.Decode(getService(t, ns, "many").Annotations, annotations.ServiceVIP, &vip); !ok || err != nil || vip.LoadBalancerID == "" || vip.Address != big.Spec.ClusterIP {
+		t.Errorf("no VIP annotation while the 100-port load balancer is built (%+v, %v)", vip, err)
+	}
 
 	small := createService(t, ns, "small", nil)
 	smallStart := time.Now()

@@ -160,6 +160,17 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 		return reconcile.Result{}, err
 	}
 	if applied {
+		if _, announced := svc.Annotations[annotations.ServiceVIP]; !announced {
+			// Seed 004: the VIP is announced as soon as the load balancer exists; the pools follow once built.
+			// A Service with many ports takes long to build, and says so meanwhile.
+			early, err := Annotations(svc, vip, lb, nil, want, cur)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			if err := r.patchAnnotations(ctx, svc, early); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		return reconcile.Result{RequeueAfter: pending}, nil
 	}
 
