@@ -143,8 +143,9 @@ func (p *Pools) complete(ctx context.Context, c claim) {
 	}
 }
 
-// Recycle makes port, whose pod is gone or finished, a free port of its namespace's pool again. ok is false when the pool is full, closed or not recycling, or the port is
-// claimed and not yet recorded in Neutron: the caller deletes it instead.
+// Recycle makes port, whose pod is gone or finished, a free port of its namespace's pool again. ok is false
+// when the pool is full, closed or not recycling, or the port is claimed and not yet recorded in Neutron:
+// the caller deletes it instead.
 func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Port) (ok bool, err error) {
 	if !p.Cfg.Recycle || nn == nil || nn.Network.ID != port.NetworkID || p.M.X.Claimed(port.ID) {
 		return false, nil
@@ -218,8 +219,6 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet) {
 	for ctx.Err() == nil {
 		p.mu.Lock()
 		closed := p.closed[nn.Network.ID]
-		p.mu.Unlock()
-		p.mu.Lock()
 		free := p.M.X.FreeIn(nn.Network.ID) + p.returning[nn.Network.ID] // recycled ports on their way count
 		p.mu.Unlock()
 		if closed || free >= p.Cfg.MinFree {

@@ -91,7 +91,7 @@ func kindOf(status int, body string) Kind {
 	case status == http.StatusConflict:
 		return KindConflict
 	case status == http.StatusBadRequest:
-		if strings.Contains(body, "SubnetAllocationError") || strings.Contains(body, "Insufficient prefix space") {
+		if strings.Contains(body, "SubnetAllocationError") {
 			return KindExhausted
 		}
 		return KindBadRequest

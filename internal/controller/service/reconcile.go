@@ -210,13 +210,12 @@ func (r *Reconciler) applyNext(ctx context.Context, svc *corev1.Service, lb *ope
 	for _, s := range steps {
 		what := fmt.Sprintf("%s %s %d", s.Kind, s.Listener.Protocol, s.Listener.Port)
 		key := string(svc.UID) + "|" + what + "|" + specHash(s) // a changed step is a new question
+		// Any refusal still stored is current: expired ones were pruned above.
 		if v, ok := r.refusals.Load(key); ok {
-			if ref := v.(refusal); now.Before(ref.until) {
-				refused = append(refused, ref.what)
-				retry = shortest(retry, ref.until.Sub(now))
-				continue
-			}
-			r.refusals.Delete(key)
+			ref := v.(refusal)
+			refused = append(refused, ref.what)
+			retry = shortest(retry, ref.until.Sub(now))
+			continue
 		}
 		err := r.apply(ctx, svc, lb, s)
 		switch {
@@ -296,18 +295,17 @@ func specHash(s octavia.Step) string {
 
 // pruneRefusals forgets refusals whose time is up, so that ports removed or changed since do not pile up.
 func (r *Reconciler) pruneRefusals(now time.Time) {
-	r.refusals.Range(func(k, v any) bool {
-		if !now.Before(v.(refusal).until) {
-			r.refusals.Delete(k)
-		}
-		return true
-	})
+	r.dropRefusals(func(_ string, ref refusal) bool { return !now.Before(ref.until) })
 }
 
 // forgetRefusals drops what Octavia refused for a Service that no longer needs a load balancer.
 func (r *Reconciler) forgetRefusals(uid string) {
-	r.refusals.Range(func(k, _ any) bool {
-		if strings.HasPrefix(k.(string), uid+"|") {
+	r.dropRefusals(func(key string, _ refusal) bool { return strings.HasPrefix(key, uid+"|") })
+}
+
+func (r *Reconciler) dropRefusals(drop func(key string, ref refusal) bool) {
+	r.refusals.Range(func(k, v any) bool {
+		if drop(k.(string), v.(refusal)) {
 			r.refusals.Delete(k)
 		}
 		return true
