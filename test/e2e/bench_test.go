@@ -104,6 +104,19 @@ func (w *annotationWatch) wait(t testing.TB, keys []string, m map[string]time.Ti
 	})
 }
 
+// latencies returns, for each pod key, the milliseconds from its create to its annotation being seen, and
+// when the last of them was seen.
+func (w *annotationWatch) latencies(keys []string, starts map[string]time.Time) (ms []float64, last time.Time) {
+	for _, k := range keys {
+		at, _ := w.at(k, w.seen)
+		ms = append(ms, msSince(starts[k], at))
+		if at.After(last) {
+			last = at
+		}
+	}
+	return ms, last
+}
+
 func benchPod(name string) *corev1.Pod {
 	p := podSpec(name)
 	p.Labels[benchLabel] = "true"
@@ -352,15 +365,7 @@ func TestBenchmark(t *testing.T) {
 	burstStart := time.Now()
 	starts := createConcurrently(t, burst)
 	w.wait(t, keys, w.seen, 10*time.Minute)
-	var burstLat []float64
-	var last time.Time
-	for _, k := range keys {
-		at, _ := w.at(k, w.seen)
-		burstLat = append(burstLat, msSince(starts[k], at))
-		if at.After(last) {
-			last = at
-		}
-	}
+	burstLat, last := w.latencies(keys, starts)
 	total := last.Sub(burstStart).Seconds()
 	calls1, _ := r.openstackCalls(t)
 	cpu1, _, hwm := procStat(t, r.cmd.Process.Pid)
@@ -404,11 +409,7 @@ func TestBenchmark(t *testing.T) {
 	}
 	wstarts := createConcurrently(t, warm)
 	w.wait(t, warmKeys, w.seen, 5*time.Minute)
-	var warmLat []float64
-	for _, k := range warmKeys {
-		at, _ := w.at(k, w.seen)
-		warmLat = append(warmLat, msSince(wstarts[k], at))
-	}
+	warmLat, _ := w.latencies(warmKeys, wstarts)
 	ws := summarize(warmLat)
 	put("pools_warm.p50", ws.p50)
 	put("pools_warm.p99", ws.p99)
@@ -567,15 +568,7 @@ func churn(t *testing.T, w *annotationWatch, n int, recycle bool) churnResult {
 	starts := createConcurrently(t, fresh)
 	wg.Wait()
 	w.wait(t, freshKeys, w.seen, 5*time.Minute)
-	var lat []float64
-	var last time.Time
-	for _, k := range freshKeys {
-		at, _ := w.at(k, w.seen)
-		lat = append(lat, msSince(starts[k], at))
-		if at.After(last) {
-			last = at
-		}
-	}
+	lat, last := w.latencies(freshKeys, starts)
 	eventually(t, 5*time.Minute, "the old pods' ports released", func() (bool, error) {
 		return len(clusterPortsIn(t, ns)) == n, nil
 	})

@@ -72,6 +72,16 @@ func servedPools(t testing.TB, ns, name string) []annotations.Pool {
 	return pools
 }
 
+// oneMemberEach says every pool of the annotation has exactly one member (the test deployments have one pod).
+func oneMemberEach(pools []annotations.Pool) bool {
+	for _, p := range pools {
+		if len(p.Members) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
 // Octavia refuses some of a Service's listeners (a listener quota, on the Keystone stack: Octavia enforces
 // quotas only with authentication): the refused ports get a Warning event, the others are served and
 // annotated, and the rest follows once the quota is lifted.
@@ -112,24 +122,14 @@ func TestChaosOctaviaRefusesListeners(t *testing.T) {
 			return false, err
 		}
 		pools := servedPools(t, ns, "refused")
-		for _, p := range pools {
-			if len(p.Members) != 1 {
-				return false, nil
-			}
-		}
 		served = len(pools)
-		return served >= 1 && served < 3 && served == len(ls), nil
+		return oneMemberEach(pools) && served >= 1 && served < 3 && served == len(ls), nil
 	})
 	octaviaListenerQuota(t, -1)
 	lifted := time.Now()
 	eventually(t, 2*time.Minute, "all three ports served once the quota is lifted", func() (bool, error) {
 		pools := servedPools(t, ns, "refused")
-		for _, p := range pools {
-			if len(p.Members) != 1 {
-				return false, nil
-			}
-		}
-		return len(pools) == 3, nil
+		return oneMemberEach(pools) && len(pools) == 3, nil
 	})
 	report(t, "Octavia listener quota reached by a 3-port Service (TCP, UDP, SCTP): Warning LoadBalancerRefused, %d port(s) served meanwhile; all 3 served %.1f s after the quota was lifted",
 		served, time.Since(lifted).Seconds())
@@ -152,7 +152,8 @@ func TestChaosServiceWithManyPorts(t *testing.T) {
 	})
 	start := time.Now()
 	var listeners int
-	// Octavia builds port after port (listener, pool, members); the annotation follows once all are built.
+	// Octavia builds port after port (listener, pool, members); the pools annotation follows once all are
+	// built, so progress is read from Octavia.
 	eventually(t, 2*time.Minute, "the first 3 ports of the 100-port Service served in Octavia", func() (bool, error) {
 		lb := serviceLB(t, big.UID)
 		if lb == nil {
