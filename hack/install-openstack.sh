@@ -5,7 +5,7 @@ set -euo pipefail
 
 log() { printf '[install-openstack %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-pkgs=(python3-neutron python3-octavia sqlite3 openssl curl jq iproute2 procps)
+pkgs=(python3-neutron python3-octavia python3-ovn-octavia-provider openvswitch-switch ovn-central ovn-host sqlite3 openssl curl jq iproute2 procps)
 [[ ${STACK_KEYSTONE:-0} == 1 ]] && pkgs+=(python3-keystone)
 
 missing=()
@@ -19,7 +19,7 @@ fi
 
 SUDO=()
 ((EUID != 0)) && SUDO=(sudo)
-log "installing ${missing[*]} with apt (about 90 s on a fresh machine)"
+log "installing ${missing[*]} with apt (about 2 min on a fresh machine)"
 start=$SECONDS
 # Keep Debian from starting daemons during the install.
 if [[ ! -e /usr/sbin/policy-rc.d ]]; then

@@ -1,7 +1,7 @@
 package namespace
 
 import (
-	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/controller/pod"
 	"github.com/raven-net/raven/internal/neutron"
 )

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/controller"
 	"github.com/raven-net/raven/internal/metrics"

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/pkg/annotations"
 	ravenctrl "github.com/raven-net/raven/internal/controller"
 )
 

@@ -3,7 +3,7 @@ package pod
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/raven-net/raven/internal/annotations"
+	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/openstack"
 )
 
@@ -44,7 +44,7 @@ func SubnetAnnotation(s openstack.Subnet) annotations.Subnet {
 	}
 	return annotations.Subnet{
 		ID: s.ID, Name: s.Name, NetworkID: s.NetworkID, TenantID: s.ProjectID, CIDR: s.CIDR, GatewayIP: s.GatewayIP,
-		IPVersion: s.IPVersion, AllocationPools: pools, DNSNameservers: dns, HostRoutes: []any{},
+		IPVersion: s.IPVersion, AllocationPools: pools, DNSNameservers: dns, HostRoutes: []annotations.HostRoute{},
 		EnableDHCP: s.EnableDHCP, SubnetPoolID: s.SubnetPoolID,
 	}
 }

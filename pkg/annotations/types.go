@@ -20,6 +20,25 @@ type Port struct {
 	DeviceOwner    string    `json:"device_owner"`
 	DeviceID       string    `json:"device_id"`
 	SecurityGroups []string  `json:"security_groups"`
+
+	// Fields beyond the seed format, for the CNI plugin.
+
+	// HostID is the node the port is bound to (Neutron's binding:host_id); the plugin plugs it only there.
+	HostID string `json:"binding:host_id,omitempty"`
+	// VIFType is Neutron's binding:vif_type ("ovs" under ML2/OVN).
+	VIFType string `json:"binding:vif_type,omitempty"`
+	// VIFDetails is Neutron's binding:vif_details.
+	VIFDetails map[string]any `json:"binding:vif_details,omitempty"`
+	// MTU is the MTU of the port's network; the plugin sets it on both ends of the veth.
+	MTU int `json:"mtu,omitempty"`
+	// PodUID is the UID of the pod the port was made for; the plugin refuses a port announced for another pod.
+	PodUID string `json:"pod_uid,omitempty"`
+}
+
+// HostRoute is one static route of a subnet.
+type HostRoute struct {
+	Destination string `json:"destination"`
+	NextHop     string `json:"nexthop"`
 }
 
 // AllocationPool is a range of addresses.
@@ -39,7 +58,7 @@ type Subnet struct {
 	IPVersion       int              `json:"ip_version"`
 	AllocationPools []AllocationPool `json:"allocation_pools"`
 	DNSNameservers  []string         `json:"dns_nameservers"`
-	HostRoutes      []any            `json:"host_routes"`
+	HostRoutes      []HostRoute      `json:"host_routes"`
 	EnableDHCP      bool             `json:"enable_dhcp"`
 	SubnetPoolID    string           `json:"subnetpool_id"`
 }
