@@ -1,0 +1,152 @@
+package ovs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+type recorder struct {
+	calls   [][]string
+	answers map[string][]byte
+	err     error
+}
+
+func (r *recorder) run(_ context.Context, name string, args ...string) ([]byte, error) {
+	r.calls = append(r.calls, append([]string{name}, args...))
+	for k, v := range r.answers {
+		if strings.Contains(strings.Join(args, " "), k) {
+			return v, nil
+		}
+	}
+	return nil, r.err
+}
+
+const listOutput = `{"data":[["tap7d7cc334-bc",["map",[["attached-mac","fa:16:3e:84:88:2a"],["iface-id","7d7cc334-bcde"],["ovn-installed","true"],["raven-sandbox","abc"]]]],["br-int",["map",[]]],["other",["map",[]]]],"headings":["name","external_ids"]}`
+
+func TestVSCtlCalls(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(ctx context.Context, v *VSCtl) error
+		want []string
+	}{
+		{
+			name: "add-port keeps an existing port and quotes every external id",
+			do: func(ctx context.Context, v *VSCtl) error {
+				return v.AddPort(ctx, "tapX", map[string]string{"iface-id": "p1", "raven-pod": "ns/a b"})
+			},
+			want: []string{"ovs-vsctl", "--timeout=10", "--db=unix:/tmp/db.sock", "--may-exist", "add-port", "br-int", "tapX",
+				"--", "set", "Interface", "tapX", `external_ids:iface-id="p1"`, `external_ids:raven-pod="ns/a b"`},
+		},
+		{
+			name: "del-port is idempotent",
+			do:   func(ctx context.Context, v *VSCtl) error { return v.DelPort(ctx, "tapX") },
+			want: []string{"ovs-vsctl", "--timeout=10", "--db=unix:/tmp/db.sock", "--if-exists", "del-port", "br-int", "tapX"},
+		},
+		{
+			name: "wait-until waits for ovn-installed",
+			do:   func(ctx context.Context, v *VSCtl) error { return v.WaitInstalled(ctx, "tapX") },
+			want: []string{"ovs-vsctl", "--timeout=10", "--db=unix:/tmp/db.sock", "wait-until", "Interface", "tapX", "external_ids:ovn-installed=true"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &recorder{}
+			v := &VSCtl{DB: "unix:/tmp/db.sock", Bridge: "br-int", Run: r.run}
+			if err := tt.do(t.Context(), v); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.calls) != 1 || !reflect.DeepEqual(r.calls[0], tt.want) {
+				t.Errorf("calls = %q, want one call %q", r.calls, tt.want)
+			}
+		})
+	}
+}
+
+func TestInterfacesKeepsOnlyTheBridgesInterfaces(t *testing.T) {
+	r := &recorder{answers: map[string][]byte{
+		"list-ifaces":    []byte("tap7d7cc334-bc\n"),
+		"list Interface": []byte(listOutput),
+	}}
+	v := &VSCtl{Bridge: "br-int", Run: r.run}
+	got, err := v.Interfaces(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "tap7d7cc334-bc" || got[0].ExternalIDs["raven-sandbox"] != "abc" || !got[0].Installed() {
+		t.Errorf("Interfaces = %+v", got)
+	}
+}
+
+func TestParseInterfaces(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    int
+		wantErr bool
+	}{
+		{name: "rows with maps", in: listOutput, want: 3},
+		{name: "columns in another order", in: `{"data":[[["map",[["a","b"]]],"x"]],"headings":["external_ids","name"]}`, want: 1},
+		{name: "no rows", in: `{"data":[],"headings":["name","external_ids"]}`, want: 0},
+		{name: "missing column", in: `{"data":[],"headings":["name"]}`, wantErr: true},
+		{name: "not a map", in: `{"data":[["x",["set",[]]]],"headings":["name","external_ids"]}`, wantErr: true},
+		{name: "not JSON", in: `name : x`, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseInterfaces([]byte(tt.in))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if len(got) != tt.want {
+				t.Errorf("got %d interfaces, want %d", len(got), tt.want)
+			}
+		})
+	}
+}
+
+func TestHealth(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ovn-controller.pid"), []byte("42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		rundir  string
+		ctl     bool
+		err     error
+		wantErr string
+	}{
+		{name: "the database answers and no run directory is given", rundir: ""},
+		{name: "the database does not answer", err: errors.New("unix:/x: database connection failed"), wantErr: "database does not answer"},
+		{name: "ovn-controller answers on its pid-named socket", rundir: dir, ctl: true},
+		{name: "ovn-controller's socket is missing", rundir: dir, wantErr: "ovn-controller is not running"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctl := filepath.Join(dir, "ovn-controller.42.ctl")
+			_ = os.Remove(ctl)
+			if tt.ctl {
+				if err := os.WriteFile(ctl, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := &recorder{err: tt.err}
+			v := &VSCtl{Bridge: "br-int", OVNRunDir: tt.rundir, Run: r.run}
+			err := v.Health(t.Context())
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Health = %v, want error containing %q", err, tt.wantErr)
+			}
+			if tt.ctl {
+				last := r.calls[len(r.calls)-1]
+				if want := []string{"ovs-appctl", "-t", ctl, "version"}; !reflect.DeepEqual(last, want) {
+					t.Errorf("last call %q, want %q", last, want)
+				}
+			}
+		})
+	}
+}

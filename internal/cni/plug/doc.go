@@ -1,0 +1,4 @@
+// Package plug does the namespace half of plugging a pod: a veth pair whose host end is born in the host
+// namespace, the pod end's MAC, MTU, address and routes, loopback up and TX checksum offload off; and the
+// reverse. Everything runs inside ns.Do on a locked OS thread, as containernetworking/plugins does.
+package plug

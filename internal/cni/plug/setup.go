@@ -1,0 +1,100 @@
+package plug
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/containernetworking/plugins/pkg/ip"
+	"github.com/containernetworking/plugins/pkg/netlinksafe"
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Setup builds the pair and configures the pod end. On error nothing it made is left behind.
+func Setup(spec Spec) (Result, error) {
+	netns, err := ns.GetNS(spec.Netns)
+	if err != nil {
+		return Result{}, fmt.Errorf("opening network namespace %s: %w", spec.Netns, err)
+	}
+	defer netns.Close()
+
+	var res Result
+	created := false
+	err = netns.Do(func(hostNS ns.NetNS) error {
+		host, pod, err := ip.SetupVethWithName(spec.IfName, spec.HostIfName, spec.MTU, spec.MAC.String(), hostNS)
+		if err != nil {
+			return fmt.Errorf("creating veth %s/%s: %w", spec.HostIfName, spec.IfName, err)
+		}
+		created = true
+		res = Result{Host: host, Pod: pod}
+		if err := configurePod(spec); err != nil {
+			// The pair goes with either end.
+			_ = ip.DelLinkByName(spec.IfName)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		if created {
+			// The pod end is gone with its pair; make sure the host end is too.
+			_ = deleteLink(spec.HostIfName)
+		}
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// configurePod runs inside the pod's namespace.
+func configurePod(spec Spec) error {
+	link, err := netlinksafe.LinkByName(spec.IfName)
+	if err != nil {
+		return fmt.Errorf("finding %s: %w", spec.IfName, err)
+	}
+	if err := SetTxChecksum(spec.IfName, false); err != nil {
+		return err
+	}
+	if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: spec.Address}); err != nil {
+		return fmt.Errorf("adding address %s to %s: %w", spec.Address, spec.IfName, err)
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return fmt.Errorf("setting %s up: %w", spec.IfName, err)
+	}
+	lo, err := netlinksafe.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("finding lo: %w", err)
+	}
+	if err := netlink.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("setting lo up: %w", err)
+	}
+	for _, r := range spec.Routes {
+		route := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: r.Dst, Gw: r.GW}
+		if r.GW == nil {
+			route.Scope = netlink.SCOPE_LINK
+		}
+		if err := netlink.RouteAdd(route); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("adding route %s via %s on %s: %w", r.Dst, r.GW, spec.IfName, err)
+		}
+	}
+	return nil
+}
+
+// deleteLink removes a link of the current namespace; a missing one is fine.
+func deleteLink(name string) error {
+	if name == "" {
+		return nil
+	}
+	if err := ip.DelLinkByName(name); err != nil && !errors.Is(err, ip.ErrLinkNotFound) {
+		return err
+	}
+	return nil
+}
+
+// DefaultRoute is 0.0.0.0/0 or ::/0, by the family of gw.
+func DefaultRoute(gw net.IP) *net.IPNet {
+	if gw.To4() != nil {
+		return &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
+	}
+	return &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
+}

@@ -1,0 +1,44 @@
+package plug
+
+import (
+	"net"
+)
+
+// Route is one route in the pod: to Dst via GW.
+type Route struct {
+	Dst *net.IPNet
+	GW  net.IP
+}
+
+// Spec is what a pod's network namespace should hold.
+type Spec struct {
+	// Netns is the path of the pod's network namespace.
+	Netns string
+	// IfName is the pod end of the veth (CNI_IFNAME).
+	IfName string
+	// HostIfName is the host end, the name OVS knows it by.
+	HostIfName string
+	// MAC of the pod end: the Neutron port's.
+	MAC net.HardwareAddr
+	// MTU of both ends.
+	MTU int
+	// Address is the pod's IP with the subnet's prefix length.
+	Address *net.IPNet
+	// Routes, the default route via the gateway first.
+	Routes []Route
+}
+
+// Result is the pair as created.
+type Result struct {
+	Host net.Interface
+	Pod  net.Interface
+}
+
+// Observed is what Inspect found on the pod end.
+type Observed struct {
+	MAC        net.HardwareAddr
+	MTU        int
+	Up         bool
+	Addrs      []*net.IPNet
+	TxChecksum bool
+}
