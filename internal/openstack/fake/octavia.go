@@ -1,0 +1,581 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// Octavia is an in-memory openstack.LoadBalancing. Like Octavia, it locks a load balancer while it applies
+// a change: after every write the load balancer is PENDING_* for PendingReads reads of it, and writes to it
+// or its children meanwhile fail with 409 "immutable". Deleting a load balancer cascades.
+type Octavia struct {
+	mu  sync.Mutex
+	seq int
+	lbs map[string]*lbState
+	// Calls counts calls by method name; Writes counts the ones that change something.
+	Calls  map[string]int
+	Writes int
+	// Faults makes the named method fail with the error, Times times (forever when Times < 0).
+	Faults map[string]*Fault
+	// PendingReads is how many reads (GetLoadBalancer, or ListLoadBalancers listing it) show a changed load
+	// balancer PENDING_* before it is ACTIVE again (or gone, after a delete); 0 applies changes at once,
+	// a negative value never finishes them (a stuck Octavia).
+	PendingReads int
+	// Now is the clock for created_at and updated_at.
+	Now func() time.Time
+}
+
+// lbState is a load balancer with its children and its pending change.
+type lbState struct {
+	lb        openstack.LoadBalancer
+	listeners []*openstack.Listener
+	pools     []*openstack.Pool
+	members   map[string][]openstack.Member // by pool ID
+	// reads left before the pending change completes.
+	reads int
+}
+
+// LoadBalancerState is a copy of one load balancer and everything under it, for tests to assert on.
+type LoadBalancerState struct {
+	openstack.LoadBalancer
+	Listeners []openstack.Listener
+	Pools     []openstack.Pool
+	Members   map[string][]openstack.Member // by pool ID
+}
+
+// NewOctavia returns an Octavia without load balancers whose changes complete at once.
+func NewOctavia() *Octavia {
+	return &Octavia{lbs: map[string]*lbState{}, Calls: map[string]int{}, Faults: map[string]*Fault{}, Now: time.Now}
+}
+
+// Fail makes method fail times times (forever when times < 0) with err.
+func (o *Octavia) Fail(method string, times int, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.Faults[method] = &Fault{Err: err, Times: times}
+}
+
+// FailStatus makes method fail times times as Octavia answers with an HTTP status and a faultstring: the
+// error is classified as the real client classifies that answer (501 is Unsupported, 403 with "Quota" is
+// QuotaExceeded, 409 with "immutable" is Immutable, and so on).
+func (o *Octavia) FailStatus(method string, times, status int, message string) {
+	o.Fail(method, times, StatusError(opOf[method], status, message))
+}
+
+// StatusError is the error the real client returns when Octavia answers op (e.g. "octavia listener create")
+// with status and this faultstring.
+func StatusError(op string, status int, message string) error {
+	return openstack.NewError(op, statusKind(status, message), status, message)
+}
+
+// statusKind mirrors the classification of internal/openstack for Octavia's answers; the package's tests
+// check it against the real client.
+func statusKind(status int, msg string) openstack.Kind {
+	switch {
+	case status == http.StatusNotFound:
+		return openstack.KindNotFound
+	case status == http.StatusConflict && strings.Contains(msg, "OverQuota"), status == http.StatusForbidden && strings.Contains(msg, "Quota"):
+		return openstack.KindQuota
+	case status == http.StatusConflict && (strings.Contains(msg, "IpAddressGenerationFailure") || strings.Contains(msg, "SubnetAllocationError") || strings.Contains(msg, "No more IP")):
+		return openstack.KindExhausted
+	case strings.Contains(msg, "Insufficient prefix space"):
+		return openstack.KindExhausted
+	case status == http.StatusConflict && strings.Contains(msg, "mmutable"):
+		return openstack.KindImmutable
+	case status == http.StatusConflict:
+		return openstack.KindConflict
+	case status == http.StatusBadRequest && strings.Contains(msg, "SubnetAllocationError"):
+		return openstack.KindExhausted
+	case status == http.StatusBadRequest:
+		return openstack.KindBadRequest
+	case status == http.StatusUnauthorized:
+		return openstack.KindUnauthorized
+	case status == http.StatusForbidden:
+		return openstack.KindForbidden
+	case status == http.StatusNotImplemented:
+		return openstack.KindUnsupported
+	case status >= 500:
+		return openstack.KindServer
+	}
+	return openstack.KindUnknown
+}
+
+// opOf names each method's request as the real client does in its errors.
+var opOf = map[string]string{
+	"ListLoadBalancers":  "octavia loadbalancer list",
+	"GetLoadBalancer":    "octavia loadbalancer get",
+	"CreateLoadBalancer": "octavia loadbalancer create",
+	"DeleteLoadBalancer": "octavia loadbalancer delete",
+	"ListListeners":      "octavia listener list",
+	"CreateListener":     "octavia listener create",
+	"DeleteListener":     "octavia listener delete",
+	"ListPools":          "octavia pool list",
+	"CreatePool":         "octavia pool create",
+	"DeletePool":         "octavia pool delete",
+	"ListMembers":        "octavia member list",
+	"ReplaceMembers":     "octavia member batch_update",
+}
+
+func (o *Octavia) enter(method string, write bool) error {
+	o.Calls[method]++
+	if write {
+		o.Writes++
+	}
+	if f := o.Faults[method]; f != nil && f.Times != 0 {
+		if f.Times > 0 {
+			f.Times--
+		}
+		return f.Err
+	}
+	return nil
+}
+
+func (o *Octavia) id(prefix string) string {
+	o.seq++
+	return fmt.Sprintf("%s-%04d-0000-0000-0000-000000000000", prefix, o.seq)
+}
+
+func octaviaNotFound(method, what, id string) error {
+	return StatusError(opOf[method], http.StatusNotFound, fmt.Sprintf("%s %s not found.", what, id))
+}
+
+// read shows a load balancer to a reader: one read of a pending change is used up, and the change completes
+// when none are left. It returns false when the read completed a delete.
+func (o *Octavia) read(s *lbState) bool {
+	if !strings.HasPrefix(s.lb.ProvisioningStatus, "PENDING_") || o.PendingReads < 0 {
+		return true
+	}
+	if s.reads > 0 {
+		s.reads--
+		return true
+	}
+	return o.settle(s)
+}
+
+// settle completes the pending change of a load balancer; false when it was a delete.
+func (o *Octavia) settle(s *lbState) bool {
+	if s.lb.ProvisioningStatus == "PENDING_DELETE" {
+		delete(o.lbs, s.lb.ID)
+		return false
+	}
+	s.lb.ProvisioningStatus, s.lb.OperatingStatus = "ACTIVE", "ONLINE"
+	for _, l := range s.listeners {
+		l.ProvisioningStatus = "ACTIVE"
+	}
+	for _, p := range s.pools {
+		p.ProvisioningStatus = "ACTIVE"
+		for i := range s.members[p.ID] {
+			s.members[p.ID][i].ProvisioningStatus = "ACTIVE"
+		}
+	}
+	return true
+}
+
+// change starts a change of a load balancer: it is PENDING_<status> until PendingReads reads have seen it.
+func (o *Octavia) change(s *lbState, status string) {
+	s.lb.ProvisioningStatus = "PENDING_" + status
+	if status != "CREATE" {
+		s.lb.UpdatedAt = openstack.Time{Time: o.Now()}
+	}
+	s.reads = o.PendingReads
+	if o.PendingReads == 0 {
+		o.settle(s)
+	}
+}
+
+// writable finds the load balancer a write goes to and refuses the write while the load balancer is
+// PENDING_*, as Octavia does.
+func (o *Octavia) writable(method, lbID string) (*lbState, error) {
+	s, ok := o.lbs[lbID]
+	if !ok {
+		return nil, octaviaNotFound(method, "Load Balancer", lbID)
+	}
+	if strings.HasPrefix(s.lb.ProvisioningStatus, "PENDING_") {
+		return nil, StatusError(opOf[method], http.StatusConflict, fmt.Sprintf("Load Balancer %s is immutable and cannot be updated.", lbID))
+	}
+	return s, nil
+}
+
+func hasTags(have, want []string) bool {
+	for _, t := range want {
+		if !slices.Contains(have, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// ListLoadBalancers implements openstack.LoadBalancing: load balancers carrying all the tags.
+func (o *Octavia) ListLoadBalancers(_ context.Context, tags []string) ([]openstack.LoadBalancer, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("ListLoadBalancers", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.LoadBalancer
+	for _, s := range o.sorted() {
+		if hasTags(s.lb.Tags, tags) && o.read(s) {
+			out = append(out, copyLB(s.lb))
+		}
+	}
+	return out, nil
+}
+
+// GetLoadBalancer implements openstack.LoadBalancing.
+func (o *Octavia) GetLoadBalancer(_ context.Context, id string) (*openstack.LoadBalancer, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("GetLoadBalancer", false); err != nil {
+		return nil, err
+	}
+	s, ok := o.lbs[id]
+	if !ok || !o.read(s) {
+		return nil, octaviaNotFound("GetLoadBalancer", "Load Balancer", id)
+	}
+	lb := copyLB(s.lb)
+	return &lb, nil
+}
+
+// CreateLoadBalancer implements openstack.LoadBalancing.
+func (o *Octavia) CreateLoadBalancer(_ context.Context, spec openstack.LoadBalancerSpec) (*openstack.LoadBalancer, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("CreateLoadBalancer", true); err != nil {
+		return nil, err
+	}
+	if spec.VipPortID == "" && spec.VipSubnetID == "" {
+		return nil, StatusError(opOf["CreateLoadBalancer"], http.StatusBadRequest, "Validation failure: VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id.")
+	}
+	now := o.Now()
+	s := &lbState{lb: openstack.LoadBalancer{
+		ID: o.id("lb"), Name: spec.Name, Description: spec.Description, VipAddress: spec.VipAddress,
+		VipPortID: spec.VipPortID, VipSubnetID: spec.VipSubnetID, OperatingStatus: "OFFLINE", Provider: "amphora",
+		Tags: slices.Clone(spec.Tags), CreatedAt: openstack.Time{Time: now},
+	}, members: map[string][]openstack.Member{}}
+	o.lbs[s.lb.ID] = s
+	o.change(s, "CREATE")
+	lb := copyLB(s.lb)
+	return &lb, nil
+}
+
+// DeleteLoadBalancer implements openstack.LoadBalancing: the delete cascades to listeners, pools and members.
+func (o *Octavia) DeleteLoadBalancer(_ context.Context, id string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("DeleteLoadBalancer", true); err != nil {
+		return err
+	}
+	s, err := o.writable("DeleteLoadBalancer", id)
+	if err != nil {
+		return err
+	}
+	for _, l := range s.listeners {
+		l.ProvisioningStatus = "PENDING_DELETE"
+	}
+	for _, p := range s.pools {
+		p.ProvisioningStatus = "PENDING_DELETE"
+	}
+	o.change(s, "DELETE")
+	return nil
+}
+
+// ListListeners implements openstack.LoadBalancing.
+func (o *Octavia) ListListeners(_ context.Context, lbID string) ([]openstack.Listener, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("ListListeners", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.Listener
+	if s, ok := o.lbs[lbID]; ok {
+		for _, l := range s.listeners {
+			out = append(out, copyListener(*l))
+		}
+	}
+	return out, nil
+}
+
+// CreateListener implements openstack.LoadBalancing: one listener per protocol and port on a load balancer.
+func (o *Octavia) CreateListener(_ context.Context, spec openstack.ListenerSpec) (*openstack.Listener, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("CreateListener", true); err != nil {
+		return nil, err
+	}
+	if spec.ProtocolPort < 1 || spec.ProtocolPort > 65535 {
+		return nil, StatusError(opOf["CreateListener"], http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute protocol_port. Value: '%d'.", spec.ProtocolPort))
+	}
+	s, err := o.writable("CreateListener", spec.LoadBalancerID)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range s.listeners {
+		if l.ProtocolPort == spec.ProtocolPort && (l.Protocol == spec.Protocol || l.Protocol != "UDP" && spec.Protocol != "UDP") {
+			return nil, StatusError(opOf["CreateListener"], http.StatusConflict,
+				fmt.Sprintf("Another Listener on this Load Balancer is already using protocol %s and protocol_port %d", l.Protocol, l.ProtocolPort))
+		}
+	}
+	l := &openstack.Listener{ID: o.id("listener"), Name: spec.Name, Protocol: spec.Protocol, ProtocolPort: spec.ProtocolPort,
+		ProvisioningStatus: "PENDING_CREATE", Tags: slices.Clone(spec.Tags)}
+	s.listeners = append(s.listeners, l)
+	o.change(s, "UPDATE")
+	c := copyListener(*l)
+	return &c, nil
+}
+
+// DeleteListener implements openstack.LoadBalancing. The listener's default pool stays on the load balancer,
+// without a listener, as in Octavia.
+func (o *Octavia) DeleteListener(_ context.Context, id string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("DeleteListener", true); err != nil {
+		return err
+	}
+	s, i := o.findListener(id)
+	if s == nil {
+		return octaviaNotFound("DeleteListener", "Listener", id)
+	}
+	if _, err := o.writable("DeleteListener", s.lb.ID); err != nil {
+		return err
+	}
+	s.listeners = slices.Delete(s.listeners, i, i+1)
+	for _, p := range s.pools {
+		if p.ListenerID == id {
+			p.ListenerID, p.Listeners = "", nil
+		}
+	}
+	o.change(s, "UPDATE")
+	return nil
+}
+
+// ListPools implements openstack.LoadBalancing.
+func (o *Octavia) ListPools(_ context.Context, lbID string) ([]openstack.Pool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("ListPools", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.Pool
+	if s, ok := o.lbs[lbID]; ok {
+		for _, p := range s.pools {
+			out = append(out, copyPool(*p))
+		}
+	}
+	return out, nil
+}
+
+// CreatePool implements openstack.LoadBalancing: the pool becomes the listener's default pool; a listener
+// has at most one.
+func (o *Octavia) CreatePool(_ context.Context, spec openstack.PoolSpec) (*openstack.Pool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("CreatePool", true); err != nil {
+		return nil, err
+	}
+	s, i := o.findListener(spec.ListenerID)
+	if s == nil {
+		return nil, octaviaNotFound("CreatePool", "Listener", spec.ListenerID)
+	}
+	if _, err := o.writable("CreatePool", s.lb.ID); err != nil {
+		return nil, err
+	}
+	l := s.listeners[i]
+	if l.DefaultPoolID != "" {
+		return nil, StatusError(opOf["CreatePool"], http.StatusConflict, fmt.Sprintf("Listener %s already has a default pool", l.ID))
+	}
+	if !slices.Contains([]string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"}, spec.LBAlgorithm) {
+		return nil, StatusError(opOf["CreatePool"], http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute lb_algorithm. Value: '%s'.", spec.LBAlgorithm))
+	}
+	p := &openstack.Pool{ID: o.id("pool"), Name: spec.Name, Protocol: spec.Protocol, LBAlgorithm: spec.LBAlgorithm,
+		ListenerID: l.ID, ProvisioningStatus: "PENDING_CREATE", Tags: slices.Clone(spec.Tags)}
+	p.Listeners = append(p.Listeners, struct {
+		ID string `json:"id"`
+	}{l.ID})
+	if spec.SourceIP {
+		p.SessionPersistence = &openstack.SessionPersistence{Type: "SOURCE_IP"}
+	}
+	l.DefaultPoolID = p.ID
+	s.pools = append(s.pools, p)
+	o.change(s, "UPDATE")
+	c := copyPool(*p)
+	return &c, nil
+}
+
+// DeletePool implements openstack.LoadBalancing; the pool's members go with it.
+func (o *Octavia) DeletePool(_ context.Context, id string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("DeletePool", true); err != nil {
+		return err
+	}
+	s, i := o.findPool(id)
+	if s == nil {
+		return octaviaNotFound("DeletePool", "Pool", id)
+	}
+	if _, err := o.writable("DeletePool", s.lb.ID); err != nil {
+		return err
+	}
+	s.pools = slices.Delete(s.pools, i, i+1)
+	delete(s.members, id)
+	for _, l := range s.listeners {
+		if l.DefaultPoolID == id {
+			l.DefaultPoolID = ""
+		}
+	}
+	o.change(s, "UPDATE")
+	return nil
+}
+
+// ListMembers implements openstack.LoadBalancing.
+func (o *Octavia) ListMembers(_ context.Context, poolID string) ([]openstack.Member, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("ListMembers", false); err != nil {
+		return nil, err
+	}
+	s, _ := o.findPool(poolID)
+	if s == nil {
+		return nil, octaviaNotFound("ListMembers", "Pool", poolID)
+	}
+	return slices.Clone(s.members[poolID]), nil
+}
+
+// ReplaceMembers implements openstack.LoadBalancing: the batch update. A member already in the pool (same
+// address and port) keeps its ID.
+func (o *Octavia) ReplaceMembers(_ context.Context, poolID string, members []openstack.MemberSpec) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("ReplaceMembers", true); err != nil {
+		return err
+	}
+	s, _ := o.findPool(poolID)
+	if s == nil {
+		return octaviaNotFound("ReplaceMembers", "Pool", poolID)
+	}
+	if _, err := o.writable("ReplaceMembers", s.lb.ID); err != nil {
+		return err
+	}
+	old := map[string]openstack.Member{}
+	for _, m := range s.members[poolID] {
+		old[fmt.Sprintf("%s:%d", m.Address, m.ProtocolPort)] = m
+	}
+	out := make([]openstack.Member, 0, len(members))
+	seen := map[string]bool{}
+	for _, m := range members {
+		key := fmt.Sprintf("%s:%d", m.Address, m.ProtocolPort)
+		switch {
+		case m.Address == "" || m.ProtocolPort < 1 || m.ProtocolPort > 65535:
+			return StatusError(opOf["ReplaceMembers"], http.StatusBadRequest, fmt.Sprintf("Invalid input for member %q port %d.", m.Address, m.ProtocolPort))
+		case seen[key]:
+			return StatusError(opOf["ReplaceMembers"], http.StatusConflict, "Another member on this pool is already using ip "+m.Address)
+		}
+		seen[key] = true
+		nm := openstack.Member{Name: m.Name, Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID, ProvisioningStatus: "PENDING_CREATE"}
+		if prev, ok := old[key]; ok {
+			nm.ID, nm.ProvisioningStatus = prev.ID, "PENDING_UPDATE"
+		} else {
+			nm.ID = o.id("member")
+		}
+		out = append(out, nm)
+	}
+	s.members[poolID] = out
+	o.change(s, "UPDATE")
+	return nil
+}
+
+func (o *Octavia) findListener(id string) (*lbState, int) {
+	for _, s := range o.lbs {
+		for i, l := range s.listeners {
+			if l.ID == id {
+				return s, i
+			}
+		}
+	}
+	return nil, -1
+}
+
+func (o *Octavia) findPool(id string) (*lbState, int) {
+	for _, s := range o.lbs {
+		for i, p := range s.pools {
+			if p.ID == id {
+				return s, i
+			}
+		}
+	}
+	return nil, -1
+}
+
+func (o *Octavia) sorted() []*lbState {
+	out := make([]*lbState, 0, len(o.lbs))
+	for _, s := range o.lbs {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *lbState) int { return strings.Compare(a.lb.ID, b.lb.ID) })
+	return out
+}
+
+// LoadBalancers returns every load balancer with its children, without counting as calls or reads.
+func (o *Octavia) LoadBalancers() []LoadBalancerState {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []LoadBalancerState
+	for _, s := range o.sorted() {
+		st := LoadBalancerState{LoadBalancer: copyLB(s.lb), Members: map[string][]openstack.Member{}}
+		for _, l := range s.listeners {
+			st.Listeners = append(st.Listeners, copyListener(*l))
+		}
+		for _, p := range s.pools {
+			st.Pools = append(st.Pools, copyPool(*p))
+			st.Members[p.ID] = slices.Clone(s.members[p.ID])
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Settle completes every pending change at once, as if Octavia had finished its work.
+func (o *Octavia) Settle() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, s := range o.sorted() {
+		if strings.HasPrefix(s.lb.ProvisioningStatus, "PENDING_") {
+			o.settle(s)
+		}
+	}
+}
+
+// ResetCalls zeroes the call counters.
+func (o *Octavia) ResetCalls() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.Calls, o.Writes = map[string]int{}, 0
+}
+
+func copyLB(lb openstack.LoadBalancer) openstack.LoadBalancer {
+	lb.Tags = slices.Clone(lb.Tags)
+	return lb
+}
+
+func copyListener(l openstack.Listener) openstack.Listener {
+	l.Tags = slices.Clone(l.Tags)
+	return l
+}
+
+func copyPool(p openstack.Pool) openstack.Pool {
+	p.Tags = slices.Clone(p.Tags)
+	p.Listeners = slices.Clone(p.Listeners)
+	if p.SessionPersistence != nil {
+		sp := *p.SessionPersistence
+		p.SessionPersistence = &sp
+	}
+	return p
+}
+
+var _ openstack.LoadBalancing = (*Octavia)(nil)
