@@ -35,6 +35,8 @@ type Index struct {
 	// touched records when Raven last changed a port, so that a snapshot listed before the change does
 	// not undo it (a port created, deleted or claimed while the list was running).
 	touched map[string]time.Time
+	// netTouched does the same for namespace networks, by namespace UID.
+	netTouched map[string]time.Time
 }
 
 // NewIndex returns an empty index.
@@ -74,13 +76,32 @@ func List(ctx context.Context, n openstack.Networking, c *Cluster) (*Snapshot, e
 	return s, nil
 }
 
-// Replace swaps the whole view for the snapshot.
+// Replace swaps the whole view for the snapshot, except what Raven changed after the listing began.
 func (x *Index) Replace(cluster string, s *Snapshot) {
 	nets := namespaceNets(cluster, s)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.nets = nets
+	x.replaceNetsLocked(nets, s.Started)
 	x.replacePortsLocked(cluster, s)
+}
+
+// replaceNetsLocked swaps in the listed namespace networks, except those Raven set or dropped after the
+// listing began: a network created while a resync was listing stays, one deleted meanwhile stays gone.
+func (x *Index) replaceNetsLocked(nets map[string]*NamespaceNet, started time.Time) {
+	old, touched := x.nets, x.netTouched
+	x.nets = nets
+	x.netTouched = map[string]time.Time{}
+	for uid, t := range touched {
+		if !t.After(started) {
+			continue
+		}
+		x.netTouched[uid] = t
+		if cur, ok := old[uid]; ok {
+			x.nets[uid] = cur
+		} else {
+			delete(x.nets, uid)
+		}
+	}
 }
 
 // namespaceNets assembles the cluster's namespace networks from a listing: each with its subnet, and
@@ -194,6 +215,7 @@ func (x *Index) SetNetwork(nn NamespaceNet) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.nets[nn.NamespaceUID] = &nn
+	x.touchNet(nn.NamespaceUID)
 }
 
 // DropNetwork forgets a namespace's network.
@@ -201,6 +223,14 @@ func (x *Index) DropNetwork(nsUID string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.nets, nsUID)
+	x.touchNet(nsUID)
+}
+
+func (x *Index) touchNet(uid string) {
+	if x.netTouched == nil {
+		x.netTouched = map[string]time.Time{}
+	}
+	x.netTouched[uid] = time.Now()
 }
 
 // PortsOf returns the ports recorded for an owner UID, oldest first.

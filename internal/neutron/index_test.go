@@ -21,6 +21,7 @@ func TestReplaceKeepsChangesMadeWhileListing(t *testing.T) {
 		before func(x *Index)               // before the listing begins
 		during func(x *Index)               // while Neutron is listed
 		listed []openstack.Port             // what the listing returned
+		nets   []openstack.Network          // the namespace networks the listing returned
 		check  func(t *testing.T, x *Index) // after Replace
 	}{
 		{
@@ -65,6 +66,36 @@ func TestReplaceKeepsChangesMadeWhileListing(t *testing.T) {
 			},
 		},
 		{
+			name:   "a namespace network created while listing is kept",
+			during: func(x *Index) { x.SetNetwork(NamespaceNet{NamespaceUID: "ns1", Network: openstack.Network{ID: "n1"}}) },
+			check: func(t *testing.T, x *Index) {
+				if x.Network("ns1") == nil {
+					t.Fatal("the new network was forgotten: the namespace's pods would wait for the next resync")
+				}
+			},
+		},
+		{
+			name:   "a namespace network deleted while listing does not come back",
+			before: func(x *Index) { x.SetNetwork(NamespaceNet{NamespaceUID: "ns1", Network: openstack.Network{ID: "n1"}}) },
+			during: func(x *Index) { x.DropNetwork("ns1") },
+			nets:   []openstack.Network{nsNet("n1", "ns1")},
+			check: func(t *testing.T, x *Index) {
+				if x.Network("ns1") != nil {
+					t.Fatal("the deleted network came back")
+				}
+			},
+		},
+		{
+			name:   "an untouched namespace network follows the listing",
+			before: func(x *Index) { x.SetNetwork(NamespaceNet{NamespaceUID: "ns1", Network: openstack.Network{ID: "n1"}}) },
+			nets:   []openstack.Network{nsNet("n2", "ns2")},
+			check: func(t *testing.T, x *Index) {
+				if x.Network("ns1") != nil || x.Network("ns2") == nil {
+					t.Fatal("the index does not follow the listing for networks Raven did not change")
+				}
+			},
+		},
+		{
 			name:   "an untouched port follows the listing",
 			before: func(x *Index) { x.PutPort("c", pod("p1", "u1")) },
 			listed: nil,
@@ -82,7 +113,7 @@ func TestReplaceKeepsChangesMadeWhileListing(t *testing.T) {
 				tc.before(x)
 			}
 			time.Sleep(2 * time.Millisecond)
-			snap := &Snapshot{Started: time.Now(), Ports: tc.listed}
+			snap := &Snapshot{Started: time.Now(), Ports: tc.listed, Networks: tc.nets}
 			time.Sleep(2 * time.Millisecond)
 			if tc.during != nil {
 				tc.during(x)
@@ -91,4 +122,8 @@ func TestReplaceKeepsChangesMadeWhileListing(t *testing.T) {
 			tc.check(t, x)
 		})
 	}
+}
+
+func nsNet(id, uid string) openstack.Network {
+	return openstack.Network{ID: id, Tags: ownership.Owner{Cluster: "c", Kind: ownership.KindNamespace, UID: uid}.Tags()}
 }
