@@ -13,7 +13,7 @@ import (
 func TestBatcher(t *testing.T) {
 	ctx := context.Background()
 	n := fake.NewNeutron()
-	net, _ := n.CreateNetwork(ctx, "n", nil)
+	net, _ := n.CreateNetwork(ctx, openstack.NetworkSpec{Name: "n"})
 	if _, err := n.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: net.ID, CIDR: "10.0.0.0/24"}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package neutron
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -54,7 +55,10 @@ func EnsureCluster(ctx context.Context, n openstack.Networking, clusterID string
 		if len(pools) > 0 {
 			c.SubnetPoolID = pools[0].ID
 		} else {
-			p, err := n.CreateSubnetPool(ctx, "raven-"+clusterID+"-pods", []string{o.PodSubnetPoolCIDR}, o.PodSubnetPrefixLength, clusterTags)
+			p, err := ensureTagged(ctx, n, subnetPoolKind, clusterTags, func(ctx context.Context, d string) (*openstack.SubnetPool, error) {
+				return n.CreateSubnetPool(ctx, openstack.SubnetPoolSpec{Name: "raven-" + clusterID + "-pods", Description: d,
+					Prefixes: []string{o.PodSubnetPoolCIDR}, PrefixLength: o.PodSubnetPrefixLength})
+			})
 			if err != nil {
 				return nil, fmt.Errorf("creating the pod subnet pool: %w", err)
 			}
@@ -71,7 +75,9 @@ func EnsureCluster(ctx context.Context, n openstack.Networking, clusterID string
 		if len(routers) > 0 {
 			c.RouterID = routers[0].ID
 		} else {
-			r, err := n.CreateRouter(ctx, "raven-"+clusterID, c.ExternalNetworkID, clusterTags)
+			r, err := ensureTagged(ctx, n, routerKind, clusterTags, func(ctx context.Context, d string) (*openstack.Router, error) {
+				return n.CreateRouter(ctx, openstack.RouterSpec{Name: "raven-" + clusterID, Description: d, GatewayNetworkID: c.ExternalNetworkID})
+			})
 			if err != nil {
 				return nil, fmt.Errorf("creating the cluster router: %w", err)
 			}
@@ -123,7 +129,9 @@ func (c *Cluster) ensureServiceNetwork(ctx context.Context, n openstack.Networki
 	if len(nets) > 0 {
 		netID = nets[0].ID
 	} else {
-		net, err := n.CreateNetwork(ctx, "raven-"+c.ID+"-services", svcTags)
+		net, err := ensureTagged(ctx, n, networkKind, svcTags, func(ctx context.Context, d string) (*openstack.Network, error) {
+			return n.CreateNetwork(ctx, openstack.NetworkSpec{Name: "raven-" + c.ID + "-services", Description: d})
+		})
 		if err != nil {
 			return fmt.Errorf("creating the service network: %w", err)
 		}
@@ -139,20 +147,42 @@ func (c *Cluster) ensureServiceNetwork(ctx context.Context, n openstack.Networki
 		return nil
 	}
 	first, last := upperHalf(prefix)
-	sub, err := n.CreateSubnet(ctx, openstack.SubnetSpec{
-		Name: "raven-" + c.ID + "-services", NetworkID: netID, CIDR: prefix.Masked().String(),
-		GatewayIP:       last.String(),
-		AllocationPools: []openstack.AllocationPool{{Start: first.String(), End: last.Prev().String()}},
-		Tags:            svcTags,
+	sub, err := ensureTagged(ctx, n, subnetKind, svcTags, func(ctx context.Context, d string) (*openstack.Subnet, error) {
+		return n.CreateSubnet(ctx, openstack.SubnetSpec{
+			Name: "raven-" + c.ID + "-services", NetworkID: netID, CIDR: prefix.Masked().String(), Description: d,
+			GatewayIP:       last.String(),
+			AllocationPools: []openstack.AllocationPool{{Start: first.String(), End: last.Prev().String()}},
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("creating the service subnet: %w", err)
 	}
 	c.ServiceSubnet = sub
-	if err := n.AddRouterInterface(ctx, c.RouterID, sub.ID); err != nil && openstack.KindOf(err) != openstack.KindBadRequest {
+	if err := attach(ctx, n, c.RouterID, sub.ID); err != nil {
 		return fmt.Errorf("attaching the service subnet to the router: %w", err)
 	}
 	return nil
+}
+
+// attach gives the router an interface on the subnet. Neutron answers 400 both when the router already
+// has one and for real faults (no gateway on the subnet, overlapping CIDRs): only the first is success.
+func attach(ctx context.Context, n openstack.Networking, routerID, subnetID string) error {
+	err := n.AddRouterInterface(ctx, routerID, subnetID)
+	if err == nil || openstack.KindOf(err) != openstack.KindBadRequest {
+		return err
+	}
+	ports, lerr := n.ListPorts(ctx, openstack.Filter{DeviceID: routerID})
+	if lerr != nil {
+		return errors.Join(err, lerr)
+	}
+	for _, p := range ports {
+		for _, ip := range p.FixedIPs {
+			if ip.SubnetID == subnetID {
+				return nil // attached already
+			}
+		}
+	}
+	return err
 }
 
 // upperHalf returns the first address of the upper half of an IPv4 prefix and its last usable address.

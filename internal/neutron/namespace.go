@@ -44,7 +44,9 @@ func (m *Manager) EnsureNamespace(ctx context.Context, uid, name string) (*Names
 			slices.SortFunc(nets, func(a, b openstack.Network) int { return a.CreatedAt.Compare(b.CreatedAt) })
 			nn = &NamespaceNet{NamespaceUID: uid, Namespace: name, Network: nets[0]}
 		} else {
-			net, err := m.N.CreateNetwork(ctx, "raven-"+m.C.ID+"-"+name, owner.Tags())
+			net, err := ensureTagged(ctx, m.N, networkKind, owner.Tags(), func(ctx context.Context, d string) (*openstack.Network, error) {
+				return m.N.CreateNetwork(ctx, openstack.NetworkSpec{Name: "raven-" + m.C.ID + "-" + name, Description: d})
+			})
 			if err != nil {
 				return nil, err
 			}
@@ -60,9 +62,11 @@ func (m *Manager) EnsureNamespace(ctx context.Context, uid, name string) (*Names
 		if len(subs) > 0 {
 			nn.Subnet = &subs[0]
 		} else {
-			sub, err := m.N.CreateSubnet(ctx, openstack.SubnetSpec{
-				Name: nn.Network.Name, NetworkID: nn.Network.ID, SubnetPoolID: m.C.SubnetPoolID,
-				PrefixLength: m.C.PrefixLength, Tags: owner.Tags(),
+			sub, err := ensureTagged(ctx, m.N, subnetKind, owner.Tags(), func(ctx context.Context, d string) (*openstack.Subnet, error) {
+				return m.N.CreateSubnet(ctx, openstack.SubnetSpec{
+					Name: nn.Network.Name, NetworkID: nn.Network.ID, SubnetPoolID: m.C.SubnetPoolID,
+					PrefixLength: m.C.PrefixLength, Description: d,
+				})
 			})
 			if err != nil {
 				return nil, err
@@ -72,9 +76,7 @@ func (m *Manager) EnsureNamespace(ctx context.Context, uid, name string) (*Names
 		m.X.SetNetwork(*nn)
 	}
 	if !nn.Attached {
-		err := m.N.AddRouterInterface(ctx, m.C.RouterID, nn.Subnet.ID)
-		// Neutron answers 400 when the router already has a port on the subnet.
-		if err != nil && openstack.KindOf(err) != openstack.KindBadRequest {
+		if err := attach(ctx, m.N, m.C.RouterID, nn.Subnet.ID); err != nil {
 			return nil, fmt.Errorf("attaching subnet %s to router %s: %w", nn.Subnet.ID, m.C.RouterID, err)
 		}
 		nn.Attached = true

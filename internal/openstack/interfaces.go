@@ -15,14 +15,16 @@ const (
 	ResourceFloatingIPs Resource = "floatingips"
 )
 
-// Networking is the part of Neutron that Raven uses. Lists return every page.
+// Networking is the part of Neutron that Raven uses. Lists return every page. Creates tag nothing, except
+// ports whose spec carries tags (Neutron with tag-ports-during-bulk-creation): the caller tags in a second
+// call and deals with a failure of that call (see internal/neutron/tagged.go).
 type Networking interface {
 	// Capabilities tells which optional Neutron extensions are present.
 	Capabilities(ctx context.Context) (Capabilities, error)
 
 	ListNetworks(ctx context.Context, f Filter) ([]Network, error)
 	GetNetwork(ctx context.Context, id string) (*Network, error)
-	CreateNetwork(ctx context.Context, name string, tags []string) (*Network, error)
+	CreateNetwork(ctx context.Context, spec NetworkSpec) (*Network, error)
 	DeleteNetwork(ctx context.Context, id string) error
 
 	ListSubnets(ctx context.Context, f Filter) ([]Subnet, error)
@@ -30,10 +32,11 @@ type Networking interface {
 	DeleteSubnet(ctx context.Context, id string) error
 
 	ListSubnetPools(ctx context.Context, f Filter) ([]SubnetPool, error)
-	CreateSubnetPool(ctx context.Context, name string, prefixes []string, prefixLen int, tags []string) (*SubnetPool, error)
+	CreateSubnetPool(ctx context.Context, spec SubnetPoolSpec) (*SubnetPool, error)
+	DeleteSubnetPool(ctx context.Context, id string) error
 
 	ListRouters(ctx context.Context, f Filter) ([]Router, error)
-	CreateRouter(ctx context.Context, name, gatewayNetworkID string, tags []string) (*Router, error)
+	CreateRouter(ctx context.Context, spec RouterSpec) (*Router, error)
 	DeleteRouter(ctx context.Context, id string) error
 	AddRouterInterface(ctx context.Context, routerID, subnetID string) error
 	RemoveRouterInterface(ctx context.Context, routerID, subnetID string) error
@@ -51,7 +54,8 @@ type Networking interface {
 	UpdateFloatingIPPort(ctx context.Context, id, portID string) (*FloatingIP, error)
 	DeleteFloatingIP(ctx context.Context, id string) error
 
-	// ReplaceTags sets the tags of one object (used where Neutron cannot tag at create time).
+	// ReplaceTags sets the tags of one object (Neutron cannot tag networks, subnets, subnet pools, routers and
+	// floating IPs in their create request).
 	ReplaceTags(ctx context.Context, r Resource, id string, tags []string) error
 }
 

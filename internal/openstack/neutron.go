@@ -73,7 +73,7 @@ func allPages[T any](ctx context.Context, op string, pager pagination.Pager, ext
 
 func (n *neutron) ListNetworks(ctx context.Context, f Filter) ([]Network, error) {
 	return allPages[Network](ctx, "neutron network list",
-		networks.List(n.c, networks.ListOpts{Name: f.Name, Tags: tagsQuery(f.Tags)}), networks.ExtractNetworksInto)
+		networks.List(n.c, networks.ListOpts{Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), networks.ExtractNetworksInto)
 }
 
 func (n *neutron) GetNetwork(ctx context.Context, id string) (*Network, error) {
@@ -82,16 +82,12 @@ func (n *neutron) GetNetwork(ctx context.Context, id string) (*Network, error) {
 	return out, wrap("neutron network get", err)
 }
 
-func (n *neutron) CreateNetwork(ctx context.Context, name string, tags []string) (*Network, error) {
+func (n *neutron) CreateNetwork(ctx context.Context, s NetworkSpec) (*Network, error) {
 	out := new(Network)
-	err := networks.Create(ctx, n.c, body{"network": map[string]any{"name": name, "admin_state_up": true}}).ExtractInto(out)
-	if err != nil {
+	b := body{"network": map[string]any{"name": s.Name, "description": s.Description, "admin_state_up": true}}
+	if err := networks.Create(ctx, n.c, b).ExtractInto(out); err != nil {
 		return nil, wrap("neutron network create", err)
 	}
-	if err := n.ReplaceTags(ctx, ResourceNetworks, out.ID, tags); err != nil {
-		return out, err
-	}
-	out.Tags = tags
 	return out, nil
 }
 
@@ -101,11 +97,11 @@ func (n *neutron) DeleteNetwork(ctx context.Context, id string) error {
 
 func (n *neutron) ListSubnets(ctx context.Context, f Filter) ([]Subnet, error) {
 	return allPages[Subnet](ctx, "neutron subnet list",
-		subnets.List(n.c, subnets.ListOpts{NetworkID: f.NetworkID, Name: f.Name, Tags: tagsQuery(f.Tags)}), labelled("subnets"))
+		subnets.List(n.c, subnets.ListOpts{NetworkID: f.NetworkID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("subnets"))
 }
 
 func (n *neutron) CreateSubnet(ctx context.Context, s SubnetSpec) (*Subnet, error) {
-	m := map[string]any{"network_id": s.NetworkID, "ip_version": 4, "name": s.Name, "enable_dhcp": false}
+	m := map[string]any{"network_id": s.NetworkID, "ip_version": 4, "name": s.Name, "description": s.Description, "enable_dhcp": false}
 	if s.CIDR != "" {
 		m["cidr"] = s.CIDR
 	}
@@ -127,10 +123,6 @@ func (n *neutron) CreateSubnet(ctx context.Context, s SubnetSpec) (*Subnet, erro
 	if err := subnets.Create(ctx, n.c, body{"subnet": m}).ExtractInto(&r); err != nil {
 		return nil, wrap("neutron subnet create", err)
 	}
-	if err := n.ReplaceTags(ctx, ResourceSubnets, r.Subnet.ID, s.Tags); err != nil {
-		return r.Subnet, err
-	}
-	r.Subnet.Tags = s.Tags
 	return r.Subnet, nil
 }
 
@@ -140,22 +132,23 @@ func (n *neutron) DeleteSubnet(ctx context.Context, id string) error {
 
 func (n *neutron) ListSubnetPools(ctx context.Context, f Filter) ([]SubnetPool, error) {
 	return allPages[SubnetPool](ctx, "neutron subnetpool list",
-		subnetpools.List(n.c, subnetpools.ListOpts{Name: f.Name, Tags: tagsQuery(f.Tags)}), labelled("subnetpools"))
+		subnetpools.List(n.c, subnetpools.ListOpts{Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("subnetpools"))
 }
 
-func (n *neutron) CreateSubnetPool(ctx context.Context, name string, prefixes []string, prefixLen int, tags []string) (*SubnetPool, error) {
+func (n *neutron) CreateSubnetPool(ctx context.Context, s SubnetPoolSpec) (*SubnetPool, error) {
 	var r struct {
 		SubnetPool *SubnetPool `json:"subnetpool"`
 	}
-	b := body{"subnetpool": map[string]any{"name": name, "prefixes": prefixes, "default_prefixlen": prefixLen}}
+	b := body{"subnetpool": map[string]any{"name": s.Name, "description": s.Description, "prefixes": s.Prefixes,
+		"default_prefixlen": s.PrefixLength}}
 	if err := subnetpools.Create(ctx, n.c, b).ExtractInto(&r); err != nil {
 		return nil, wrap("neutron subnetpool create", err)
 	}
-	if err := n.ReplaceTags(ctx, ResourceSubnetPools, r.SubnetPool.ID, tags); err != nil {
-		return r.SubnetPool, err
-	}
-	r.SubnetPool.Tags = tags
 	return r.SubnetPool, nil
+}
+
+func (n *neutron) DeleteSubnetPool(ctx context.Context, id string) error {
+	return wrap("neutron subnetpool delete", subnetpools.Delete(ctx, n.c, id).ExtractErr())
 }
 
 // routerJSON carries the gateway the way Neutron encodes it.
@@ -176,7 +169,7 @@ func (r routerJSON) router() Router {
 
 func (n *neutron) ListRouters(ctx context.Context, f Filter) ([]Router, error) {
 	raw, err := allPages[routerJSON](ctx, "neutron router list",
-		routers.List(n.c, routers.ListOpts{Name: f.Name, Tags: tagsQuery(f.Tags)}), routers.ExtractRoutersInto)
+		routers.List(n.c, routers.ListOpts{Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), routers.ExtractRoutersInto)
 	out := make([]Router, 0, len(raw))
 	for _, r := range raw {
 		out = append(out, r.router())
@@ -184,10 +177,10 @@ func (n *neutron) ListRouters(ctx context.Context, f Filter) ([]Router, error) {
 	return out, err
 }
 
-func (n *neutron) CreateRouter(ctx context.Context, name, gatewayNetworkID string, tags []string) (*Router, error) {
-	m := map[string]any{"name": name}
-	if gatewayNetworkID != "" {
-		m["external_gateway_info"] = map[string]any{"network_id": gatewayNetworkID}
+func (n *neutron) CreateRouter(ctx context.Context, s RouterSpec) (*Router, error) {
+	m := map[string]any{"name": s.Name, "description": s.Description}
+	if s.GatewayNetworkID != "" {
+		m["external_gateway_info"] = map[string]any{"network_id": s.GatewayNetworkID}
 	}
 	var r struct {
 		Router routerJSON `json:"router"`
@@ -196,10 +189,6 @@ func (n *neutron) CreateRouter(ctx context.Context, name, gatewayNetworkID strin
 		return nil, wrap("neutron router create", err)
 	}
 	out := r.Router.router()
-	if err := n.ReplaceTags(ctx, ResourceRouters, out.ID, tags); err != nil {
-		return &out, err
-	}
-	out.Tags = tags
 	return &out, nil
 }
 
@@ -219,7 +208,7 @@ func (n *neutron) RemoveRouterInterface(ctx context.Context, routerID, subnetID 
 
 func (n *neutron) ListPorts(ctx context.Context, f Filter) ([]Port, error) {
 	return allPages[Port](ctx, "neutron port list",
-		ports.List(n.c, ports.ListOpts{NetworkID: f.NetworkID, DeviceID: f.DeviceID, Name: f.Name, Tags: tagsQuery(f.Tags)}),
+		ports.List(n.c, ports.ListOpts{NetworkID: f.NetworkID, DeviceID: f.DeviceID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}),
 		ports.ExtractPortsInto)
 }
 
@@ -297,7 +286,7 @@ func (n *neutron) DeletePort(ctx context.Context, id string) error {
 
 func (n *neutron) ListFloatingIPs(ctx context.Context, f Filter) ([]FloatingIP, error) {
 	return allPages[FloatingIP](ctx, "neutron floatingip list",
-		floatingips.List(n.c, floatingips.ListOpts{Tags: tagsQuery(f.Tags)}), floatingips.ExtractFloatingIPsInto)
+		floatingips.List(n.c, floatingips.ListOpts{Description: f.Description, Tags: tagsQuery(f.Tags)}), floatingips.ExtractFloatingIPsInto)
 }
 
 func (n *neutron) CreateFloatingIP(ctx context.Context, s FloatingIPSpec) (*FloatingIP, error) {
@@ -312,10 +301,6 @@ func (n *neutron) CreateFloatingIP(ctx context.Context, s FloatingIPSpec) (*Floa
 	if err := floatingips.Create(ctx, n.c, body{"floatingip": m}).ExtractInto(out); err != nil {
 		return nil, wrap("neutron floatingip create", err)
 	}
-	if err := n.ReplaceTags(ctx, ResourceFloatingIPs, out.ID, s.Tags); err != nil {
-		return out, err
-	}
-	out.Tags = s.Tags
 	return out, nil
 }
 

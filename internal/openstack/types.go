@@ -56,12 +56,34 @@ type PortUpdate struct {
 	DeviceID *string
 }
 
-// Filter selects objects by network and tags. Tags must all match.
+// Filter selects objects by network, device, name, description and tags. Tags must all match.
 type Filter struct {
-	NetworkID string
-	DeviceID  string
-	Name      string
-	Tags      []string
+	NetworkID   string
+	DeviceID    string
+	Name        string
+	Description string
+	Tags        []string
+}
+
+// NetworkSpec describes a network to create.
+type NetworkSpec struct {
+	Name        string
+	Description string
+}
+
+// SubnetPoolSpec describes a subnet pool to create.
+type SubnetPoolSpec struct {
+	Name         string
+	Description  string
+	Prefixes     []string
+	PrefixLength int
+}
+
+// RouterSpec describes a router to create; GatewayNetworkID is optional.
+type RouterSpec struct {
+	Name             string
+	Description      string
+	GatewayNetworkID string
 }
 
 // Network is a Neutron network.
@@ -72,6 +94,7 @@ type Network struct {
 	Status    string    `json:"status"`
 	Subnets   []string  `json:"subnets"`
 	External  bool      `json:"router:external"`
+	Description string  `json:"description"`
 	Tags      []string  `json:"tags"`
 	CreatedAt time.Time `json:"created_at"`
 }
@@ -95,6 +118,7 @@ type Subnet struct {
 	DNSNameservers  []string         `json:"dns_nameservers"`
 	EnableDHCP      bool             `json:"enable_dhcp"`
 	SubnetPoolID    string           `json:"subnetpool_id"`
+	Description     string           `json:"description"`
 	Tags            []string         `json:"tags"`
 	CreatedAt       time.Time        `json:"created_at"`
 }
@@ -108,15 +132,16 @@ type SubnetSpec struct {
 	PrefixLength    int
 	GatewayIP       string
 	AllocationPools []AllocationPool
-	Tags            []string
+	Description     string
 }
 
 // SubnetPool is a Neutron subnet pool.
 type SubnetPool struct {
 	ID       string   `json:"id"`
 	Name     string   `json:"name"`
-	Prefixes []string `json:"prefixes"`
-	Tags     []string `json:"tags"`
+	Prefixes    []string `json:"prefixes"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
 }
 
 // Router is a Neutron router.
@@ -124,6 +149,7 @@ type Router struct {
 	ID               string   `json:"id"`
 	Name             string   `json:"name"`
 	GatewayNetworkID string   `json:"gateway_network_id"`
+	Description      string   `json:"description"`
 	Tags             []string `json:"tags"`
 }
 
@@ -146,7 +172,6 @@ type FloatingIPSpec struct {
 	FloatingIP        string // optional: a specific address
 	PortID            string
 	Description       string
-	Tags              []string
 }
 
 // LoadBalancer is an Octavia load balancer.

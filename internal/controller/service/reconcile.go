@@ -486,8 +486,8 @@ func (r *Reconciler) ensureFloatingIP(ctx context.Context, svc *corev1.Service, 
 		if c.ExternalNetworkID == "" {
 			return nil, reconcile.TerminalError(errors.New("no external network configured"))
 		}
-		f, err := r.Neutron.N.CreateFloatingIP(ctx, openstack.FloatingIPSpec{FloatingNetworkID: c.ExternalNetworkID, FloatingIP: addr,
-			PortID: vip.ID, Description: "service " + svc.Namespace + "/" + svc.Name, Tags: owner.Tags()})
+		f, err := r.Neutron.CreateFloatingIP(ctx, openstack.FloatingIPSpec{FloatingNetworkID: c.ExternalNetworkID, FloatingIP: addr,
+			PortID: vip.ID}, owner.Tags())
 		if err != nil {
 			return nil, err
 		}

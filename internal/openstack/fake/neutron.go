@@ -56,6 +56,12 @@ func NewNeutron() *Neutron {
 	return n
 }
 
+// Lock and Unlock guard the exported maps for tests that read them while Raven runs.
+func (n *Neutron) Lock() { n.mu.Lock() }
+
+// Unlock releases Lock.
+func (n *Neutron) Unlock() { n.mu.Unlock() }
+
 // Fail makes method fail times times with err.
 func (n *Neutron) Fail(method string, times int, err error) {
 	n.mu.Lock()
@@ -87,13 +93,20 @@ func notFound(what string) error {
 	return openstack.NewError("fake "+what, openstack.KindNotFound, 404, what+" not found")
 }
 
-func match(f openstack.Filter, tags []string, network, device, name string) bool {
+// obj is what a filter can look at.
+type obj struct {
+	tags                         []string
+	network, device, name, descr string
+}
+
+func match(f openstack.Filter, o obj) bool {
 	for _, t := range f.Tags {
-		if !slices.Contains(tags, t) {
+		if !slices.Contains(o.tags, t) {
 			return false
 		}
 	}
-	return (f.NetworkID == "" || f.NetworkID == network) && (f.DeviceID == "" || f.DeviceID == device) && (f.Name == "" || f.Name == name)
+	return (f.NetworkID == "" || f.NetworkID == o.network) && (f.DeviceID == "" || f.DeviceID == o.device) &&
+		(f.Name == "" || f.Name == o.name) && (f.Description == "" || f.Description == o.descr)
 }
 
 // Capabilities implements openstack.Networking.
@@ -112,7 +125,7 @@ func (n *Neutron) ListNetworks(_ context.Context, f openstack.Filter) ([]opensta
 	}
 	var out []openstack.Network
 	for _, x := range n.Nets {
-		if match(f, x.Tags, "", "", x.Name) {
+		if match(f, obj{tags: x.Tags, name: x.Name, descr: x.Description}) {
 			out = append(out, *x)
 		}
 	}
@@ -134,13 +147,13 @@ func (n *Neutron) GetNetwork(_ context.Context, id string) (*openstack.Network, 
 }
 
 // CreateNetwork implements openstack.Networking.
-func (n *Neutron) CreateNetwork(_ context.Context, name string, tags []string) (*openstack.Network, error) {
+func (n *Neutron) CreateNetwork(_ context.Context, s openstack.NetworkSpec) (*openstack.Network, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.enter("CreateNetwork", true); err != nil {
 		return nil, err
 	}
-	x := &openstack.Network{ID: n.id("net"), Name: name, Status: "ACTIVE", Tags: slices.Clone(tags), CreatedAt: n.Now()}
+	x := &openstack.Network{ID: n.id("net"), Name: s.Name, Description: s.Description, Status: "ACTIVE", CreatedAt: n.Now()}
 	n.Nets[x.ID] = x
 	c := *x
 	return &c, nil
@@ -179,7 +192,7 @@ func (n *Neutron) ListSubnets(_ context.Context, f openstack.Filter) ([]openstac
 	}
 	var out []openstack.Subnet
 	for _, x := range n.Subnets {
-		if match(f, x.Tags, x.NetworkID, "", x.Name) {
+		if match(f, obj{tags: x.Tags, network: x.NetworkID, name: x.Name, descr: x.Description}) {
 			out = append(out, *x)
 		}
 	}
@@ -214,7 +227,7 @@ func (n *Neutron) CreateSubnet(_ context.Context, s openstack.SubnetSpec) (*open
 	gw := p.Addr().Next()
 	x := &openstack.Subnet{ID: n.id("sub"), Name: s.Name, NetworkID: s.NetworkID, CIDR: cidr, GatewayIP: gw.String(), IPVersion: 4,
 		AllocationPools: []openstack.AllocationPool{{Start: gw.Next().String(), End: lastAddr(p).Prev().String()}},
-		SubnetPoolID:    s.SubnetPoolID, Tags: slices.Clone(s.Tags), CreatedAt: n.Now()}
+		SubnetPoolID:    s.SubnetPoolID, Description: s.Description, CreatedAt: n.Now()}
 	if s.GatewayIP != "" {
 		x.GatewayIP = s.GatewayIP
 	}
@@ -258,7 +271,7 @@ func (n *Neutron) ListSubnetPools(_ context.Context, f openstack.Filter) ([]open
 	}
 	var out []openstack.SubnetPool
 	for _, x := range n.Pools {
-		if match(f, x.Tags, "", "", x.Name) {
+		if match(f, obj{tags: x.Tags, name: x.Name, descr: x.Description}) {
 			out = append(out, *x)
 		}
 	}
@@ -266,16 +279,35 @@ func (n *Neutron) ListSubnetPools(_ context.Context, f openstack.Filter) ([]open
 }
 
 // CreateSubnetPool implements openstack.Networking.
-func (n *Neutron) CreateSubnetPool(_ context.Context, name string, prefixes []string, _ int, tags []string) (*openstack.SubnetPool, error) {
+func (n *Neutron) CreateSubnetPool(_ context.Context, s openstack.SubnetPoolSpec) (*openstack.SubnetPool, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.enter("CreateSubnetPool", true); err != nil {
 		return nil, err
 	}
-	x := &openstack.SubnetPool{ID: n.id("pool"), Name: name, Prefixes: prefixes, Tags: slices.Clone(tags)}
+	x := &openstack.SubnetPool{ID: n.id("pool"), Name: s.Name, Description: s.Description, Prefixes: s.Prefixes}
 	n.Pools[x.ID] = x
 	c := *x
 	return &c, nil
+}
+
+// DeleteSubnetPool implements openstack.Networking: it fails with a conflict while subnets use the pool.
+func (n *Neutron) DeleteSubnetPool(_ context.Context, id string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("DeleteSubnetPool", true); err != nil {
+		return err
+	}
+	if _, ok := n.Pools[id]; !ok {
+		return notFound("subnetpool")
+	}
+	for _, s := range n.Subnets {
+		if s.SubnetPoolID == id {
+			return openstack.NewError("fake subnetpool delete", openstack.KindConflict, 409, "SubnetPoolInUse")
+		}
+	}
+	delete(n.Pools, id)
+	return nil
 }
 
 // ListRouters implements openstack.Networking.
@@ -287,7 +319,7 @@ func (n *Neutron) ListRouters(_ context.Context, f openstack.Filter) ([]openstac
 	}
 	var out []openstack.Router
 	for _, x := range n.Routers {
-		if match(f, x.Tags, "", "", x.Name) {
+		if match(f, obj{tags: x.Tags, name: x.Name, descr: x.Description}) {
 			out = append(out, *x)
 		}
 	}
@@ -295,13 +327,13 @@ func (n *Neutron) ListRouters(_ context.Context, f openstack.Filter) ([]openstac
 }
 
 // CreateRouter implements openstack.Networking.
-func (n *Neutron) CreateRouter(_ context.Context, name, gw string, tags []string) (*openstack.Router, error) {
+func (n *Neutron) CreateRouter(_ context.Context, s openstack.RouterSpec) (*openstack.Router, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.enter("CreateRouter", true); err != nil {
 		return nil, err
 	}
-	x := &openstack.Router{ID: n.id("router"), Name: name, GatewayNetworkID: gw, Tags: slices.Clone(tags)}
+	x := &openstack.Router{ID: n.id("router"), Name: s.Name, Description: s.Description, GatewayNetworkID: s.GatewayNetworkID}
 	n.Routers[x.ID] = x
 	c := *x
 	return &c, nil
@@ -355,7 +387,7 @@ func (n *Neutron) ListPorts(_ context.Context, f openstack.Filter) ([]openstack.
 	}
 	var out []openstack.Port
 	for _, x := range n.Ports {
-		if match(f, x.Tags, x.NetworkID, x.DeviceID, x.Name) {
+		if match(f, obj{tags: x.Tags, network: x.NetworkID, device: x.DeviceID, name: x.Name, descr: x.Description}) {
 			out = append(out, *x)
 		}
 	}
@@ -503,7 +535,7 @@ func (n *Neutron) ListFloatingIPs(_ context.Context, f openstack.Filter) ([]open
 	}
 	var out []openstack.FloatingIP
 	for _, x := range n.FIPs {
-		if match(f, x.Tags, "", "", "") {
+		if match(f, obj{tags: x.Tags, descr: x.Description}) {
 			out = append(out, *x)
 		}
 	}
@@ -521,8 +553,13 @@ func (n *Neutron) CreateFloatingIP(_ context.Context, s openstack.FloatingIPSpec
 	if addr == "" {
 		addr = fmt.Sprintf("172.24.4.%d", 100+len(n.FIPs))
 	}
+	for _, f := range n.FIPs {
+		if s.PortID != "" && f.PortID == s.PortID {
+			return nil, openstack.NewError("fake floatingip create", openstack.KindConflict, 409, "FloatingIPPortAlreadyAssociated")
+		}
+	}
 	x := &openstack.FloatingIP{ID: n.id("fip"), FloatingIP: addr, FloatingNetworkID: s.FloatingNetworkID, PortID: s.PortID,
-		Tags: slices.Clone(s.Tags), CreatedAt: n.Now()}
+		Description: s.Description, CreatedAt: n.Now()}
 	if p, ok := n.Ports[s.PortID]; ok && len(p.FixedIPs) > 0 {
 		x.FixedIP = p.FixedIPs[0].IPAddress
 	}
@@ -584,8 +621,21 @@ func (n *Neutron) ReplaceTags(_ context.Context, r openstack.Resource, id string
 			x.Tags = slices.Clone(tags)
 			return nil
 		}
-	default:
-		return nil
+	case openstack.ResourceSubnetPools:
+		if x, ok := n.Pools[id]; ok {
+			x.Tags = slices.Clone(tags)
+			return nil
+		}
+	case openstack.ResourceRouters:
+		if x, ok := n.Routers[id]; ok {
+			x.Tags = slices.Clone(tags)
+			return nil
+		}
+	case openstack.ResourceFloatingIPs:
+		if x, ok := n.FIPs[id]; ok {
+			x.Tags = slices.Clone(tags)
+			return nil
+		}
 	}
 	return notFound(string(r))
 }

@@ -1,0 +1,148 @@
+package neutron
+
+import (
+	"context"
+	"testing"
+
+	"github.com/raven-net/raven/internal/config"
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/openstack/fake"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+var serverError = openstack.NewError("fake tag", openstack.KindServer, 500, "Internal Server Error")
+
+// count counts n's objects of the cluster c1 by collection, tagged or not (description markers included).
+func count(n *fake.Neutron) map[string]int {
+	n.Lock()
+	defer n.Unlock()
+	return map[string]int{"networks": len(n.Nets) - 1, "subnets": len(n.Subnets), "subnetpools": len(n.Pools),
+		"routers": len(n.Routers), "floatingips": len(n.FIPs)}
+}
+
+func TestAFailedTagCallLeavesNoDuplicate(t *testing.T) {
+	ctx := context.Background()
+	opts := config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16", PodSubnetPrefixLength: 24, ServiceSubnetCIDR: "10.0.0.0/24"}
+	cases := []struct {
+		name string
+		// deleteFails also fails the delete that undoes the untagged object: the next attempt must adopt it.
+		deleteFails string
+		act         func(m *Manager) error
+		want        map[string]int
+	}{
+		{name: "a namespace network whose tag call fails is deleted, and the retry makes one",
+			act:  func(m *Manager) error { _, err := m.EnsureNamespace(ctx, "ns-uid", "ns"); return err },
+			want: map[string]int{"networks": 2, "subnets": 2, "subnetpools": 1, "routers": 1}},
+		{name: "a namespace network whose tag call fails and cannot be deleted is adopted by the retry",
+			deleteFails: "DeleteNetwork",
+			act:         func(m *Manager) error { _, err := m.EnsureNamespace(ctx, "ns-uid", "ns"); return err },
+			want:        map[string]int{"networks": 2, "subnets": 2, "subnetpools": 1, "routers": 1}},
+		{name: "a namespace subnet whose tag call fails and cannot be deleted is adopted, not one more prefix taken",
+			deleteFails: "DeleteSubnet",
+			act: func(m *Manager) error {
+				nn, err := m.EnsureNamespace(ctx, "ns-uid", "ns")
+				if err != nil || nn.Subnet == nil {
+					return err
+				}
+				return nil
+			},
+			want: map[string]int{"networks": 2, "subnets": 2, "subnetpools": 1, "routers": 1}},
+		{name: "a floating IP whose tag call fails and cannot be deleted is adopted, not created again on the same port",
+			deleteFails: "DeleteFloatingIP",
+			act: func(m *Manager) error {
+				owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindService, UID: "svc-uid", Name: "ns/svc"}
+				_, err := m.CreateFloatingIP(ctx, openstack.FloatingIPSpec{FloatingNetworkID: "public", PortID: "vip"}, owner.Tags())
+				return err
+			},
+			want: map[string]int{"networks": 1, "subnets": 1, "subnetpools": 1, "routers": 1, "floatingips": 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := fake.NewNeutron()
+			m := setup(t, n)
+			n.Fail("ReplaceTags", 1, serverError)
+			if tc.deleteFails != "" {
+				n.Fail(tc.deleteFails, 1, serverError)
+			}
+			if err := tc.act(m); err == nil {
+				t.Fatal("the first attempt succeeded although its tag call failed")
+			}
+			for attempt := 0; attempt < 3; attempt++ {
+				if err := tc.act(m); err != nil {
+					t.Fatalf("attempt %d after the fault: %v", attempt+2, err)
+				}
+			}
+			got := count(n)
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("%s: %d, want %d (all: %v)", k, got[k], v, got)
+				}
+			}
+			n.Lock()
+			defer n.Unlock()
+			for _, x := range n.Nets {
+				if x.ID != "public" && !ownership.Owns("c1", x.Tags) {
+					t.Errorf("network %s is left untagged", x.ID)
+				}
+			}
+			for _, x := range n.Subnets {
+				if !ownership.Owns("c1", x.Tags) {
+					t.Errorf("subnet %s is left untagged", x.ID)
+				}
+			}
+			for _, x := range n.FIPs {
+				if !ownership.Owns("c1", x.Tags) {
+					t.Errorf("floating IP %s is left untagged", x.ID)
+				}
+			}
+		})
+	}
+	t.Run("cluster objects whose tag calls fail are neither duplicated nor left untagged", func(t *testing.T) {
+		for _, method := range []string{"DeleteSubnetPool", "DeleteRouter", "DeleteNetwork", "DeleteSubnet"} {
+			n := fake.NewNeutron()
+			n.Fail("ReplaceTags", 1, serverError)
+			n.Fail(method, 1, serverError)
+			var err error
+			for attempt := 0; attempt < 6; attempt++ {
+				if _, err = EnsureCluster(ctx, n, "c1", opts, true); err == nil {
+					break
+				}
+			}
+			if err != nil {
+				t.Fatalf("%s: EnsureCluster never succeeded: %v", method, err)
+			}
+			if _, err := EnsureCluster(ctx, n, "c1", opts, true); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int{"networks": 1, "subnets": 1, "subnetpools": 1, "routers": 1}
+			got := count(n)
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s failing: %s: %d, want %d", method, k, got[k], v)
+				}
+			}
+		}
+	})
+}
+
+func TestAttachTellsAFaultFromAnInterfaceAlreadyThere(t *testing.T) {
+	ctx := context.Background()
+	badRequest := openstack.NewError("fake add interface", openstack.KindBadRequest, 400, "Bad router request: Cidr overlaps")
+	n := fake.NewNeutron()
+	m := setup(t, n)
+	n.Fail("AddRouterInterface", 1, badRequest)
+	if _, err := m.EnsureNamespace(ctx, "ns-uid", "ns"); err == nil {
+		t.Fatal("a 400 for a subnet the router has no interface on was taken for success")
+	}
+	nn, err := m.EnsureNamespace(ctx, "ns-uid", "ns")
+	if err != nil || !nn.Attached {
+		t.Fatalf("the retry did not attach the subnet: %v", err)
+	}
+	// Now the router has the interface: a second attach answers 400 and that is success.
+	x := m.X.Network("ns-uid")
+	x.Attached = false
+	m.X.SetNetwork(*x)
+	if _, err := m.EnsureNamespace(ctx, "ns-uid", "ns"); err != nil {
+		t.Fatalf("a 400 for an interface already there was taken for a fault: %v", err)
+	}
+}
