@@ -227,7 +227,7 @@ func TestBenchmark(t *testing.T) {
 	}
 
 	// ---- floor: Neutron and Kubernetes alone, Raven stopped.
-	net, err := env.os.Networking.CreateNetwork(ctx, "bench-floor-"+randSuffix(), nil)
+	net, err := env.os.Networking.CreateNetwork(ctx, openstack.NetworkSpec{Name: "bench-floor-" + randSuffix()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -225,7 +225,7 @@ func TestChaosPodSubnetPoolExhausted(t *testing.T) {
 	pool := pools[0]
 	whole := netip.MustParsePrefix(pool.Prefixes[0])
 	// Fill the pool from outside Raven with the largest blocks it still has, down to the pod subnet size.
-	blockNet, err := env.os.Networking.CreateNetwork(ctx, "pool-filler-"+randSuffix(), nil)
+	blockNet, err := env.os.Networking.CreateNetwork(ctx, openstack.NetworkSpec{Name: "pool-filler-" + randSuffix()})
 	if err != nil {
 		t.Fatal(err)
 	}
