@@ -19,9 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // make chaos raises these; make test runs the bounded version.

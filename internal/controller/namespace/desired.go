@@ -1,9 +1,9 @@
 package namespace
 
 import (
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/controller/pod"
 	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // Annotations returns the namespace annotations for its network.

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/controller"
 	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // Reconciler gives namespaces their networks.

@@ -12,12 +12,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/controller"
 	"github.com/raven-net/raven/internal/metrics"
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/ownership"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // Sweeper is a leader-only runnable.

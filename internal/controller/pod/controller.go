@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	ravenctrl "github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // IndexFields registers the cache indexes the reconciler uses.

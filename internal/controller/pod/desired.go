@@ -3,8 +3,8 @@ package pod
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // NeedsPort says whether a pod should have a Neutron port now.

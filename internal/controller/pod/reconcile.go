@@ -14,11 +14,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/controller"
 	"github.com/raven-net/raven/internal/metrics"
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/ownership"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // UIDField is the cache index that finds a pod by UID.

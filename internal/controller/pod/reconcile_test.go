@@ -14,12 +14,12 @@ import (
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/controller"
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/openstack/fake"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 type world struct {

@@ -8,9 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/octavia"
 	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // Served says whether Raven builds a load balancer for the Service: it needs a clusterIP.

@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/octavia"
 	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 func TestFloatingIP(t *testing.T) {
