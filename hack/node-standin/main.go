@@ -1,9 +1,18 @@
 // Command node-standin plays the node's part on a cluster without kubelets, for tests and demos.
 //
-// It registers one Node, binds every unscheduled pod to it, and once Raven has annotated a pod with its
-// Neutron port it copies the port's IP into status.podIP and marks the pod Ready, as a CNI plugin and a
-// kubelet would. A pod being deleted is finished at once, as a kubelet does when its containers stop.
-// Without it, EndpointSlices stay empty and pods keep Terminating forever.
+// It registers one Node, binds every unscheduled pod to it, and plays the container runtime for the
+// pods bound to it: with --cni-conf-dir and --cni-bin-dir it gives each pod a network namespace named
+// <namespace>_<pod name> (see `ip netns list`), runs the CNI plugin's ADD through libcni (retried with
+// backoff, like a kubelet, until it succeeds), starts a process in the namespace that answers on the
+// pod's containerPorts (TCP and UDP as declared) with the pod's name and a newline, and then sets the
+// pod's IP from the CNI result and marks it Ready. Without those flags it copies the IP of the pod's port
+// annotation instead. A pod being deleted gets its DEL, loses its process and namespace, and is finished,
+// as a kubelet does when its containers stop. Without it, EndpointSlices stay empty and pods keep
+// Terminating forever.
+//
+// At start it runs CNI GC with the attachments of the pods that still exist and removes the namespaces
+// and processes of pods that are gone. Its state directory lists the namespaces it made; it never touches
+// others.
 package main
 
 import (
@@ -12,190 +21,66 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-
-	"github.com/raven-net/raven/pkg/annotations"
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file")
-	nodeName := flag.String("node-name", "standin-node", "name of the Node to register and bind pods to")
-	workers := flag.Int("workers", 8, "pods handled at once")
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	if len(os.Args) > 1 && os.Args[1] == serveCommand {
+		if err := runServe(ctx, os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "node-standin serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
+
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file")
+	flag.StringVar(&o.node, "node-name", "standin-node", "name of the Node to register and bind pods to")
+	flag.IntVar(&o.workers, "workers", 16, "pods handled at once (an ADD may wait up to the plugin's timeout)")
+	flag.StringVar(&o.cniConfDir, "cni-conf-dir", "", "CNI configuration directory; with --cni-bin-dir, pods are plugged through CNI")
+	flag.StringVar(&o.cniBinDir, "cni-bin-dir", "", "CNI plugin directory (a list, separated by ':')")
+	flag.StringVar(&o.stateDir, "state-dir", "/run/raven-node-standin", "where the stand-in lists the sandboxes it made")
 	klog.InitFlags(nil)
 	flag.Parse()
 
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer cancel()
-	if err := run(ctx, *kubeconfig, *nodeName, *workers); err != nil {
+	if (o.cniConfDir == "") != (o.cniBinDir == "") {
+		klog.ErrorS(nil, "--cni-conf-dir and --cni-bin-dir go together")
+		os.Exit(2)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		klog.ErrorS(err, "finding this binary")
+		os.Exit(1)
+	}
+	o.self = self
+	ctx = klog.NewContext(ctx, klog.NewKlogr())
+	if err := run(ctx, o); err != nil {
 		klog.ErrorS(err, "node stand-in failed")
 		os.Exit(1)
 	}
 }
 
-type standin struct {
-	cs    kubernetes.Interface
-	node  string
-	pods  cache.Indexer
-	queue workqueue.TypedRateLimitingInterface[string]
+type options struct {
+	kubeconfig, node      string
+	workers               int
+	cniConfDir, cniBinDir string
+	stateDir              string
+	self                  string
 }
 
-func run(ctx context.Context, kubeconfig, node string, workers int) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	if err := registerNode(ctx, cs, node); err != nil {
-		return err
-	}
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	inf := factory.Core().V1().Pods().Informer()
-	s := &standin{
-		cs: cs, node: node, pods: inf.GetIndexer(),
-		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
-	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			s.queue.Add(key)
-		}
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) },
-	}); err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return fmt.Errorf("pod cache did not sync")
-	}
-	klog.InfoS("node stand-in ready", "node", node)
-	for range workers {
-		go func() {
-			for s.next(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	s.queue.ShutDown()
-	return nil
-}
-
-func registerNode(ctx context.Context, cs kubernetes.Interface, name string) error {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": "standin",
-	}}}
-	created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		created, err = cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("registering node %s: %w", name, err)
-	}
-	created.Status.Conditions = []corev1.NodeCondition{{
-		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "StandIn",
-		Message: "node stand-in: no kubelet runs here", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-	}}
-	created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
-	_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	return err
-}
-
-func (s *standin) next(ctx context.Context) bool {
-	key, quit := s.queue.Get()
-	if quit {
-		return false
-	}
-	defer s.queue.Done(key)
-	if err := s.sync(ctx, key); err != nil {
-		klog.V(2).InfoS("retrying pod", "pod", key, "err", err)
-		s.queue.AddRateLimited(key)
-		return true
-	}
-	s.queue.Forget(key)
-	return true
-}
-
-func (s *standin) sync(ctx context.Context, key string) error {
-	obj, exists, err := s.pods.GetByKey(key)
-	if err != nil || !exists {
-		return err
-	}
-	pod := obj.(*corev1.Pod)
-	pods := s.cs.CoreV1().Pods(pod.Namespace)
-	if pod.DeletionTimestamp != nil {
-		// A kubelet stops the containers and then removes the pod; there are no containers here.
-		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil
-		}
-		return err
-	}
-	if pod.Spec.NodeName == "" {
-		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
-			Target: corev1.ObjectReference{Kind: "Node", Name: s.node}}
-		if err := pods.Bind(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsConflict(err) {
-			return err
-		}
-		return nil // the binding's update brings the pod back
-	}
-	if pod.Spec.NodeName != s.node || pod.Spec.HostNetwork || isTerminal(pod) {
+// sandboxes returns nil when CNI is off.
+func (o options) sandboxes() *sandboxes {
+	if o.cniConfDir == "" {
 		return nil
 	}
-	var port annotations.Port
-	ok, err := annotations.Decode(pod.Annotations, annotations.PodPort, &port)
-	if !ok || err != nil || len(port.FixedIPs) == 0 {
-		return nil // no port yet: the annotation's arrival brings the pod back
+	return &sandboxes{
+		store: store{dir: o.stateDir},
+		cni:   newCNIRuntime(o.cniConfDir, o.cniBinDir, filepath.Join(o.stateDir, "cni-cache")),
+		self:  o.self,
 	}
-	ip := port.FixedIPs[0].IPAddress
-	if pod.Status.PodIP == ip && isReady(pod) {
-		return nil
-	}
-	now := metav1.Now()
-	p := pod.DeepCopy()
-	p.Status.Phase = corev1.PodRunning
-	p.Status.HostIP = "127.0.0.1"
-	p.Status.HostIPs = []corev1.HostIP{{IP: "127.0.0.1"}}
-	p.Status.PodIP = ip
-	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
-	if p.Status.StartTime == nil {
-		p.Status.StartTime = &now
-	}
-	p.Status.Conditions = []corev1.PodCondition{
-		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-	}
-	_, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func isTerminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

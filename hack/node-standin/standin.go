@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/raven-net/raven/pkg/annotations"
+)
+
+type standin struct {
+	cs    kubernetes.Interface
+	node  string
+	pods  cache.Indexer
+	queue workqueue.TypedRateLimitingInterface[string]
+	// sb is nil without CNI: the pod's IP then comes from its port annotation.
+	sb *sandboxes
+}
+
+func run(ctx context.Context, o options) error {
+	logger := klog.FromContext(ctx)
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := registerNode(ctx, cs, o.node); err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	inf := factory.Core().V1().Pods().Informer()
+	s := &standin{
+		cs: cs, node: o.node, pods: inf.GetIndexer(), sb: o.sandboxes(),
+		// A kubelet retries a failed sandbox with a backoff that stays within minutes.
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second)),
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			s.queue.Add(key)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("pod cache did not sync")
+	}
+	if s.sb != nil {
+		if err := s.sb.cleanup(ctx, s.livePods()); err != nil {
+			logger.Error(err, "Cleaning up after a former run")
+		}
+	}
+	logger.Info("node stand-in ready", "node", o.node, "cni", s.sb != nil)
+	for range o.workers {
+		go func() {
+			for s.next(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	s.queue.ShutDown()
+	return nil
+}
+
+// livePods maps namespace/name to UID for the pods bound to this node.
+func (s *standin) livePods() map[string]string {
+	live := map[string]string{}
+	for _, obj := range s.pods.List() {
+		if p := obj.(*corev1.Pod); p.Spec.NodeName == s.node && !isTerminal(p) {
+			live[p.Namespace+"/"+p.Name] = string(p.UID)
+		}
+	}
+	return live
+}
+
+func registerNode(ctx context.Context, cs kubernetes.Interface, name string) error {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": "standin",
+	}}}
+	created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("registering node %s: %w", name, err)
+	}
+	created.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "StandIn",
+		Message: "node stand-in: no kubelet runs here", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+	}}
+	created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	return err
+}
+
+func (s *standin) next(ctx context.Context) bool {
+	key, quit := s.queue.Get()
+	if quit {
+		return false
+	}
+	defer s.queue.Done(key)
+	if err := s.sync(ctx, key); err != nil {
+		klog.FromContext(ctx).Info("Retrying pod", "pod", key, "err", err)
+		s.queue.AddRateLimited(key)
+		return true
+	}
+	s.queue.Forget(key)
+	return true
+}
+
+func (s *standin) sync(ctx context.Context, key string) error {
+	obj, exists, err := s.pods.GetByKey(key)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		if s.sb == nil {
+			return nil
+		}
+		ns, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			return err
+		}
+		return s.sb.removeByName(ctx, ns, name)
+	}
+	pod := obj.(*corev1.Pod)
+	pods := s.cs.CoreV1().Pods(pod.Namespace)
+	if pod.DeletionTimestamp != nil {
+		// A kubelet stops the containers (and the sandbox) and then removes the pod.
+		if s.sb != nil && pod.Spec.NodeName == s.node {
+			if err := s.sb.removeByName(ctx, pod.Namespace, pod.Name); err != nil {
+				return err
+			}
+		}
+		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	}
+	if pod.Spec.NodeName == "" {
+		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
+			Target: corev1.ObjectReference{Kind: "Node", Name: s.node}}
+		if err := pods.Bind(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			return err
+		}
+		return nil // the binding's update brings the pod back
+	}
+	if pod.Spec.NodeName != s.node || pod.Spec.HostNetwork {
+		return nil
+	}
+	if isTerminal(pod) {
+		if s.sb != nil {
+			return s.sb.removeByName(ctx, pod.Namespace, pod.Name)
+		}
+		return nil
+	}
+	ip, err := s.podIP(ctx, pod)
+	if err != nil || ip == "" {
+		return err
+	}
+	return s.markReady(ctx, pod, ip)
+}
+
+// podIP is the IP the pod's sandbox got from CNI, or without CNI the IP of its port annotation ("" while
+// there is none: the annotation's arrival brings the pod back).
+func (s *standin) podIP(ctx context.Context, pod *corev1.Pod) (string, error) {
+	if s.sb != nil {
+		return s.sb.ensure(ctx, pod)
+	}
+	var port annotations.Port
+	ok, err := annotations.Decode(pod.Annotations, annotations.PodPort, &port)
+	if !ok || err != nil || len(port.FixedIPs) == 0 {
+		return "", nil
+	}
+	return port.FixedIPs[0].IPAddress, nil
+}
+
+func (s *standin) markReady(ctx context.Context, pod *corev1.Pod, ip string) error {
+	if pod.Status.PodIP == ip && isReady(pod) {
+		return nil
+	}
+	now := metav1.Now()
+	p := pod.DeepCopy()
+	p.Status.Phase = corev1.PodRunning
+	p.Status.HostIP = "127.0.0.1"
+	p.Status.HostIPs = []corev1.HostIP{{IP: "127.0.0.1"}}
+	p.Status.PodIP = ip
+	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	if p.Status.StartTime == nil {
+		p.Status.StartTime = &now
+	}
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	}
+	_, err := s.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func isTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

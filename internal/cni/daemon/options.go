@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"time"
+
+	"github.com/raven-net/raven/internal/cni/wire"
+)
+
+// Options are raven-node's settings.
+type Options struct {
+	Kubeconfig   string
+	NodeName     string
+	Socket       string
+	OVSDB        string
+	Bridge       string
+	OVSRunDir    string
+	OVNRunDir    string
+	ReadyTimeout time.Duration
+	// InstallPlugin, when set, is the raven-cni binary to copy into CNIBinDir at start, with the conflist
+	// written into CNIConfDir.
+	InstallPlugin string
+	CNIBinDir     string
+	CNIConfDir    string
+	// CNIConflist, when set, is the conflist to install instead of the generated one (to chain plugins).
+	CNIConflist string
+	MetricsAddr string
+}
+
+// BindFlags registers the flags on fs and returns the Options they fill.
+func BindFlags(fs *flag.FlagSet) *Options {
+	o := &Options{}
+	host, _ := os.Hostname()
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster")
+	fs.StringVar(&o.NodeName, "node-name", host, "this node's name: its pods are watched, and ports bound to it plugged")
+	fs.StringVar(&o.Socket, "socket", wire.DefaultSocket, "unix socket raven-cni talks to (directory 0700, socket 0600)")
+	fs.StringVar(&o.OVSDB, "ovs-db", "", "OVS database, passed as --db= to ovs-vsctl; empty means ovs-vsctl's default")
+	fs.StringVar(&o.Bridge, "bridge", "br-int", "OVN integration bridge the pods are plugged into")
+	fs.StringVar(&o.OVSRunDir, "ovs-rundir", "", "when set, STATUS checks that ovs-vswitchd answers on its control socket there")
+	fs.StringVar(&o.OVNRunDir, "ovn-rundir", "", "when set, STATUS checks that ovn-controller answers on its control socket there")
+	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 2*time.Minute,
+		"how long ADD waits for the port annotation and ovn-installed (the kubelet's CRI timeout is 2m)")
+	fs.StringVar(&o.InstallPlugin, "install-cni-plugin", "", "path of the raven-cni binary to install into --cni-bin-dir, "+
+		"with 10-raven.conflist written into --cni-conf-dir, at start")
+	fs.StringVar(&o.CNIBinDir, "cni-bin-dir", "/opt/cni/bin", "CNI plugin directory (with --install-cni-plugin)")
+	fs.StringVar(&o.CNIConfDir, "cni-conf-dir", "/etc/cni/net.d", "CNI configuration directory (with --install-cni-plugin)")
+	fs.StringVar(&o.CNIConflist, "cni-conflist", "", "conflist file to install as 10-raven.conflist instead of the generated one "+
+		"(with --install-cni-plugin); it must name raven-cni and the same socket")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "address to serve /metrics and /healthz on; empty means none")
+	return o
+}
+
+// Validate says what is wrong with the options.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("--node-name is empty and the hostname unknown"))
+	}
+	if o.Socket == "" {
+		errs = append(errs, errors.New("--socket is empty"))
+	}
+	if o.Bridge == "" {
+		errs = append(errs, errors.New("--bridge is empty"))
+	}
+	if o.ReadyTimeout <= 0 {
+		errs = append(errs, errors.New("--ready-timeout must be positive"))
+	}
+	if o.InstallPlugin != "" && (o.CNIBinDir == "" || o.CNIConfDir == "") {
+		errs = append(errs, errors.New("--install-cni-plugin needs --cni-bin-dir and --cni-conf-dir"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,124 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/raven-net/raven/internal/cni/ovs"
+	"github.com/raven-net/raven/internal/cni/server"
+)
+
+// Run installs the plugin when asked, then serves CNI requests until ctx ends.
+func Run(ctx context.Context, o *Options) error {
+	logger := klog.FromContext(ctx).WithValues("node", o.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+
+	cs, err := clientset(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
+		}))
+	inf := factory.Core().V1().Pods().Informer()
+	pods, err := server.NewPods(inf)
+	if err != nil {
+		return err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "raven-node", Host: o.NodeName})
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	vsctl := &ovs.VSCtl{DB: o.OVSDB, Bridge: o.Bridge, OVSRunDir: o.OVSRunDir, OVNRunDir: o.OVNRunDir}
+	srv := server.New(server.Config{
+		Node: o.NodeName, ReadyTimeout: o.ReadyTimeout, Pods: pods, OVS: vsctl, Plumber: server.Netlink{},
+		Recorder: recorder, Metrics: server.NewMetrics(reg),
+	})
+
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("the pod cache of node %s did not sync", o.NodeName)
+	}
+	if err := vsctl.Health(ctx); err != nil {
+		// Not fatal: STATUS reports it to the runtime, and ADD fails with the reason until OVS is back.
+		logger.Error(err, "Open vSwitch is not ready; pods cannot be plugged until it is")
+	}
+	l, err := server.Listen(o.Socket)
+	if err != nil {
+		return err
+	}
+	// The conflist comes last: a runtime that finds it finds the socket answering.
+	if o.InstallPlugin != "" {
+		if err := Install(o.InstallPlugin, o.CNIBinDir, o.CNIConfDir, o.Socket, o.CNIConflist); err != nil {
+			_ = l.Close()
+			return err
+		}
+		logger.Info("Installed the CNI plugin", "binDir", o.CNIBinDir, "confDir", o.CNIConfDir)
+	}
+	if o.MetricsAddr != "" {
+		go serveMetrics(ctx, o.MetricsAddr, reg, vsctl)
+	}
+	logger.Info("raven-node ready", "socket", o.Socket, "bridge", o.Bridge, "readyTimeout", o.ReadyTimeout)
+	return srv.Serve(ctx, l)
+}
+
+func clientset(kubeconfig string) (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the Kubernetes client configuration: %w", err)
+	}
+	cfg.UserAgent = "raven-node"
+	return kubernetes.NewForConfig(cfg)
+}
+
+// serveMetrics serves /metrics, and /healthz answering 200 while OVS does.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, o ovs.Client) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := o.Health(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		klog.FromContext(ctx).Error(err, "Serving metrics", "addr", addr)
+	}
+}

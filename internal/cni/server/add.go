@@ -1,0 +1,179 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/raven-net/raven/internal/cni/ovs"
+	"github.com/raven-net/raven/internal/cni/plug"
+	"github.com/raven-net/raven/internal/cni/wire"
+)
+
+// Event reasons of failed ADDs.
+const (
+	ReasonNetworkNotReady    = "NetworkNotReady"
+	ReasonPortBoundElsewhere = "PortBoundElsewhere"
+	ReasonInvalidPort        = "InvalidPortAnnotation"
+	ReasonPlugFailed         = "NetworkPlugFailed"
+)
+
+func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) (json.RawMessage, error) {
+	pod, err := wire.ParsePod(req.Args)
+	if err != nil {
+		return nil, newError(types.ErrInvalidEnvironmentVariables, "ADD: %w", err)
+	}
+	if req.Netns == "" || req.IfName == "" || req.ContainerID == "" {
+		return nil, newError(types.ErrInvalidEnvironmentVariables, "ADD for pod %s lacks CNI_NETNS, CNI_IFNAME or CNI_CONTAINERID", pod)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadyTimeout)
+	defer cancel()
+
+	t, err := s.waitPort(ctx, pod)
+	var elsewhere *boundElsewhereError
+	switch {
+	case errors.As(err, &elsewhere):
+		return nil, s.fail(ctx, pod, ReasonPortBoundElsewhere, newError(types.ErrInternal,
+			"pod %s: %w: Raven bound it for another node; the pod must be recreated", pod, err))
+	case err != nil:
+		return nil, s.fail(ctx, pod, ReasonNetworkNotReady, newError(types.ErrTryAgainLater, "pod %s: %w", pod, err))
+	}
+	pod.UID = t.uid
+	spec, err := buildSpec(t, req.Netns, req.IfName)
+	if err != nil {
+		return nil, s.fail(ctx, pod, ReasonInvalidPort, newError(types.ErrInvalidNetworkConfig, "pod %s: %w", pod, err))
+	}
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("port", t.port.ID, "interface", spec.HostIfName))
+
+	res, err := s.plug(ctx, req, pod, t, spec)
+	if err != nil {
+		return nil, s.fail(ctx, pod, ReasonPlugFailed, newError(types.ErrInternal, "pod %s, port %s: %w", pod, t.port.ID, err))
+	}
+	waitStart := time.Now()
+	if err := s.cfg.OVS.WaitInstalled(ctx, spec.HostIfName); err != nil {
+		s.undo(ctx, req.ContainerID, spec)
+		if errors.Is(err, ovs.ErrNotInstalled) {
+			return nil, s.fail(ctx, pod, ReasonNetworkNotReady, newError(types.ErrTryAgainLater,
+				"pod %s, port %s: plugged as %s, but ovn-controller did not set external_ids:ovn-installed=true within %s: "+
+					"is ovn-controller running on node %s, and is the port's logical switch port bound here?",
+				pod, t.port.ID, spec.HostIfName, s.cfg.ReadyTimeout, s.cfg.Node))
+		}
+		return nil, s.fail(ctx, pod, ReasonPlugFailed, newError(types.ErrInternal, "pod %s, port %s: %w", pod, t.port.ID, err))
+	}
+	klog.FromContext(ctx).V(1).Info("Pod plugged", "ip", spec.Address, "mac", spec.MAC, "mtu", spec.MTU,
+		"ovnInstalledAfter", time.Since(waitStart))
+	return buildResult(spec, res, t.subnet, conf.CNIVersion)
+}
+
+// waitPort waits in the pod cache for a port this node can plug for the pod.
+func (s *Server) waitPort(ctx context.Context, want wire.Pod) (target, error) {
+	logger := klog.FromContext(ctx)
+	last := ""
+	for {
+		changed := s.cfg.Pods.Changed()
+		pod, err := s.cfg.Pods.Get(want.Namespace, want.Name)
+		if err != nil {
+			return target{}, err
+		}
+		t, waitingFor, err := evaluate(pod, want, s.cfg.Node)
+		if err != nil || waitingFor == "" {
+			return t, err
+		}
+		if waitingFor != last {
+			logger.V(2).Info("Waiting", "for", waitingFor)
+			last = waitingFor
+		}
+		select {
+		case <-ctx.Done():
+			return target{}, fmt.Errorf("still waiting for %s after %s", last, s.cfg.ReadyTimeout)
+		case <-changed:
+		}
+	}
+}
+
+// plug replaces whatever a former sandbox left on the port's interface, builds the pair and adds the host
+// end to the bridge. On error nothing of it is left.
+func (s *Server) plug(ctx context.Context, req wire.Request, pod wire.Pod, t target, spec plug.Spec) (plug.Result, error) {
+	unlock := s.locks.lock(spec.HostIfName)
+	defer unlock()
+	if err := s.takeOver(ctx, spec.HostIfName); err != nil {
+		return plug.Result{}, err
+	}
+	res, err := s.cfg.Plumber.Setup(ctx, spec)
+	if err != nil {
+		return plug.Result{}, fmt.Errorf("setting up the pod's interface: %w", err)
+	}
+	ids := map[string]string{
+		ovs.KeyIfaceID:     t.port.ID,
+		ovs.KeyAttachedMAC: spec.MAC.String(),
+		ovs.KeyIfaceStatus: "active",
+		ovs.KeyIfaceIDVer:  t.uid,
+		ovs.KeySandbox:     req.ContainerID,
+		ovs.KeyIfName:      req.IfName,
+		ovs.KeyNetns:       req.Netns,
+		ovs.KeyPod:         pod.String(),
+	}
+	if err := s.cfg.OVS.AddPort(ctx, spec.HostIfName, ids); err != nil {
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		_ = s.cfg.OVS.DelPort(cctx, spec.HostIfName)
+		_ = s.cfg.Plumber.Teardown(cctx, "", "", spec.HostIfName)
+		return plug.Result{}, err
+	}
+	return res, nil
+}
+
+// takeOver removes the port's interface as a former sandbox (of this pod, or a failed ADD) left it, so that
+// ovn-installed can only come from this plug.
+func (s *Server) takeOver(ctx context.Context, hostIfName string) error {
+	iface, ok, err := s.cfg.OVS.Interface(ctx, hostIfName)
+	if err != nil {
+		return err
+	}
+	if ok {
+		klog.FromContext(ctx).V(1).Info("Replacing the port's interface left by another sandbox",
+			"formerSandbox", iface.ExternalIDs[ovs.KeySandbox], "formerPod", iface.ExternalIDs[ovs.KeyPod])
+		if err := s.cfg.OVS.DelPort(ctx, hostIfName); err != nil {
+			return err
+		}
+	}
+	if err := s.cfg.Plumber.Teardown(ctx, "", "", hostIfName); err != nil {
+		return fmt.Errorf("removing the interface left by sandbox %s: %w", iface.ExternalIDs[ovs.KeySandbox], err)
+	}
+	return nil
+}
+
+// undo removes a plug that did not become ready, unless another sandbox has taken the interface meanwhile.
+func (s *Server) undo(ctx context.Context, sandbox string, spec plug.Spec) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	unlock := s.locks.lock(spec.HostIfName)
+	defer unlock()
+	logger := klog.FromContext(ctx)
+	iface, ok, err := s.cfg.OVS.Interface(cctx, spec.HostIfName)
+	if err != nil {
+		logger.Error(err, "Undoing a plug: reading the interface")
+		return
+	}
+	if ok && iface.ExternalIDs[ovs.KeySandbox] != sandbox {
+		return
+	}
+	if err := s.cfg.OVS.DelPort(cctx, spec.HostIfName); err != nil {
+		logger.Error(err, "Undoing a plug")
+	}
+	if err := s.cfg.Plumber.Teardown(cctx, spec.Netns, spec.IfName, spec.HostIfName); err != nil {
+		logger.Error(err, "Undoing a plug")
+	}
+}
+
+// fail posts a Warning event on the pod, logs, and returns err.
+func (s *Server) fail(ctx context.Context, pod wire.Pod, reason string, err error) error {
+	klog.FromContext(ctx).Info("CNI ADD failed", "reason", reason, "err", err)
+	s.cfg.Recorder.Event(podRef(pod), "Warning", reason, err.Error())
+	return err
+}

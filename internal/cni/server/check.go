@@ -1,0 +1,67 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/raven-net/raven/internal/cni/ovs"
+	"github.com/raven-net/raven/internal/cni/wire"
+)
+
+// check verifies the pod end (MAC, MTU, address) against the annotation and the OVS port against the port.
+func (s *Server) check(ctx context.Context, req wire.Request) error {
+	pod, err := wire.ParsePod(req.Args)
+	if err != nil {
+		return newError(types.ErrInvalidEnvironmentVariables, "CHECK: %w", err)
+	}
+	cached, err := s.cfg.Pods.Get(pod.Namespace, pod.Name)
+	if err != nil {
+		return err
+	}
+	t, waitingFor, err := evaluate(cached, pod, s.cfg.Node)
+	if err != nil {
+		return newError(types.ErrInternal, "CHECK of pod %s: %w", pod, err)
+	}
+	if waitingFor != "" {
+		return newError(types.ErrInternal, "CHECK of pod %s: no port to check against: waiting for %s", pod, waitingFor)
+	}
+	want, err := buildSpec(t, req.Netns, req.IfName)
+	if err != nil {
+		return newError(types.ErrInvalidNetworkConfig, "CHECK of pod %s: %w", pod, err)
+	}
+	iface, ok, err := s.cfg.OVS.Interface(ctx, want.HostIfName)
+	switch {
+	case err != nil:
+		return fmt.Errorf("CHECK of pod %s: %w", pod, err)
+	case !ok:
+		return newError(types.ErrInternal, "CHECK of pod %s: OVS has no interface %s for port %s", pod, want.HostIfName, t.port.ID)
+	case iface.ExternalIDs[ovs.KeyIfaceID] != t.port.ID:
+		return newError(types.ErrInternal, "CHECK of pod %s: interface %s has iface-id %q, want port %s",
+			pod, want.HostIfName, iface.ExternalIDs[ovs.KeyIfaceID], t.port.ID)
+	case iface.ExternalIDs[ovs.KeySandbox] != req.ContainerID:
+		return newError(types.ErrInternal, "CHECK of pod %s: interface %s belongs to sandbox %q, not %s",
+			pod, want.HostIfName, iface.ExternalIDs[ovs.KeySandbox], req.ContainerID)
+	}
+	got, err := s.cfg.Plumber.Inspect(ctx, req.Netns, req.IfName)
+	if err != nil {
+		return newError(types.ErrInternal, "CHECK of pod %s: %w", pod, err)
+	}
+	var problems []string
+	if got.MAC.String() != want.MAC.String() {
+		problems = append(problems, fmt.Sprintf("MAC %s, want %s", got.MAC, want.MAC))
+	}
+	if got.MTU != want.MTU {
+		problems = append(problems, fmt.Sprintf("MTU %d, want %d", got.MTU, want.MTU))
+	}
+	if !slices.ContainsFunc(got.Addrs, func(a *net.IPNet) bool { return a.String() == want.Address.String() }) {
+		problems = append(problems, fmt.Sprintf("addresses %v, want %s", got.Addrs, want.Address))
+	}
+	if len(problems) > 0 {
+		return newError(types.ErrInternal, "CHECK of pod %s: %s in sandbox %s: %v", pod, req.IfName, req.ContainerID, problems)
+	}
+	return nil
+}

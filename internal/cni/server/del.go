@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/klog/v2"
+
+	"github.com/raven-net/raven/internal/cni/ovs"
+	"github.com/raven-net/raven/internal/cni/wire"
+)
+
+// del unplugs what this sandbox plugged: the interface carrying its raven-sandbox, and the pod end in its
+// namespace. It reads nothing but OVS and the namespace, so it never waits on the controller, and it is
+// idempotent. An interface another sandbox has taken over (a newer sandbox of the same pod) is left alone.
+func (s *Server) del(ctx context.Context, req wire.Request) error {
+	logger := klog.FromContext(ctx)
+	ifaces, err := s.cfg.OVS.Interfaces(ctx)
+	if err != nil {
+		return fmt.Errorf("DEL of sandbox %s: %w", req.ContainerID, err)
+	}
+	netnsTaken := false
+	found := false
+	for _, iface := range ifaces {
+		ids := iface.ExternalIDs
+		if ids[ovs.KeySandbox] != req.ContainerID {
+			if req.Netns != "" && ids[ovs.KeyNetns] == req.Netns && ids[ovs.KeySandbox] != "" {
+				netnsTaken = true
+			}
+			continue
+		}
+		if ifn := ids[ovs.KeyIfName]; ifn != "" && req.IfName != "" && ifn != req.IfName {
+			continue
+		}
+		found = true
+		if err := s.unplugIfOwned(ctx, iface.Name, req.ContainerID); err != nil {
+			return fmt.Errorf("DEL of sandbox %s: %w", req.ContainerID, err)
+		}
+	}
+	if !found {
+		logger.V(2).Info("No interface of this sandbox on the bridge: already removed, or taken over by a newer sandbox")
+	}
+	if req.Netns == "" || netnsTaken {
+		return nil
+	}
+	if err := s.cfg.Plumber.Teardown(ctx, req.Netns, req.IfName, ""); err != nil {
+		return fmt.Errorf("DEL of sandbox %s: %w", req.ContainerID, err)
+	}
+	return nil
+}
+
+// unplugIfOwned removes the interface and its veth if it still belongs to the sandbox, under its lock.
+func (s *Server) unplugIfOwned(ctx context.Context, name, sandbox string) error {
+	unlock := s.locks.lock(name)
+	defer unlock()
+	iface, ok, err := s.cfg.OVS.Interface(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !ok || iface.ExternalIDs[ovs.KeySandbox] != sandbox {
+		return nil
+	}
+	if err := s.cfg.OVS.DelPort(ctx, name); err != nil {
+		return err
+	}
+	if err := s.cfg.Plumber.Teardown(ctx, "", "", name); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(1).Info("Pod unplugged", "interface", name, "port", iface.ExternalIDs[ovs.KeyIfaceID],
+		"owner", iface.ExternalIDs[ovs.KeyPod])
+	return nil
+}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"fmt"
+	"net"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/raven-net/raven/internal/cni/plug"
+	"github.com/raven-net/raven/internal/cni/wire"
+	"github.com/raven-net/raven/pkg/annotations"
+)
+
+// DefaultMTU is the pod MTU when the annotation has none: a 1500 underlay less Geneve's overhead.
+const DefaultMTU = 1442
+
+// target is a pod whose port is ready to plug on this node.
+type target struct {
+	pod    *corev1.Pod
+	uid    string
+	port   annotations.Port
+	subnet annotations.Subnet
+}
+
+// boundElsewhereError is the one reason ADD stops waiting before its deadline.
+type boundElsewhereError struct {
+	port, host, node string
+}
+
+func (e *boundElsewhereError) Error() string {
+	return fmt.Sprintf("port %s is bound to node %s, not %s", e.port, e.host, e.node)
+}
+
+// evaluate says whether the cached pod carries a port this node can plug for the pod of the request.
+// It returns the target, or what is still awaited, or an error when waiting cannot help.
+func evaluate(pod *corev1.Pod, want wire.Pod, node string) (t target, waitingFor string, err error) {
+	if pod == nil {
+		return target{}, fmt.Sprintf("pod %s to appear in the node's pod cache", want), nil
+	}
+	if want.UID != "" && string(pod.UID) != want.UID {
+		return target{}, fmt.Sprintf("pod %s with UID %s (the cache has UID %s)", want, want.UID, pod.UID), nil
+	}
+	uid := want.UID
+	if uid == "" {
+		uid = string(pod.UID)
+	}
+	var port annotations.Port
+	ok, err := annotations.Decode(pod.Annotations, annotations.PodPort, &port)
+	if !ok {
+		return target{}, fmt.Sprintf("the %s annotation", annotations.PodPort), nil
+	}
+	if err != nil {
+		return target{}, fmt.Sprintf("a valid %s annotation (%v)", annotations.PodPort, err), nil
+	}
+	if port.PodUID != "" && port.PodUID != uid {
+		return target{}, fmt.Sprintf("a port for pod UID %s (port %s is for UID %s)", uid, port.ID, port.PodUID), nil
+	}
+	if port.HostID != "" && port.HostID != node {
+		return target{}, "", &boundElsewhereError{port: port.ID, host: port.HostID, node: node}
+	}
+	if port.HostID == "" {
+		return target{}, fmt.Sprintf("port %s to be bound to node %s (its binding:host_id is empty)", port.ID, node), nil
+	}
+	if len(port.FixedIPs) == 0 {
+		return target{}, fmt.Sprintf("an IP address on port %s", port.ID), nil
+	}
+	var subnet annotations.Subnet
+	ok, err = annotations.Decode(pod.Annotations, annotations.PodSubnet, &subnet)
+	if !ok || err != nil {
+		return target{}, fmt.Sprintf("a valid %s annotation", annotations.PodSubnet), nil
+	}
+	if subnet.ID != port.FixedIPs[0].SubnetID {
+		return target{}, fmt.Sprintf("the %s annotation of subnet %s (it names %s)", annotations.PodSubnet, port.FixedIPs[0].SubnetID, subnet.ID), nil
+	}
+	return target{pod: pod, uid: uid, port: port, subnet: subnet}, "", nil
+}
+
+// HostIfName is the host end of a port's veth: tap and the port ID's first 11 characters, as Neutron's
+// own agents name it.
+func HostIfName(portID string) string {
+	return "tap" + portID[:min(11, len(portID))]
+}
+
+// buildSpec turns a ready target into what the pod's namespace should hold.
+func buildSpec(t target, netns, ifName string) (plug.Spec, error) {
+	mac, err := net.ParseMAC(t.port.MACAddress)
+	if err != nil {
+		return plug.Spec{}, fmt.Errorf("port %s: mac_address %q: %w", t.port.ID, t.port.MACAddress, err)
+	}
+	ip := net.ParseIP(t.port.FixedIPs[0].IPAddress)
+	if ip == nil {
+		return plug.Spec{}, fmt.Errorf("port %s: ip_address %q is not an IP", t.port.ID, t.port.FixedIPs[0].IPAddress)
+	}
+	_, cidr, err := net.ParseCIDR(t.subnet.CIDR)
+	if err != nil {
+		return plug.Spec{}, fmt.Errorf("subnet %s: cidr %q: %w", t.subnet.ID, t.subnet.CIDR, err)
+	}
+	if !cidr.Contains(ip) {
+		return plug.Spec{}, fmt.Errorf("port %s: address %s is not in subnet %s (%s)", t.port.ID, ip, t.subnet.ID, cidr)
+	}
+	mtu := t.port.MTU
+	if mtu == 0 {
+		mtu = DefaultMTU
+	}
+	spec := plug.Spec{
+		Netns: netns, IfName: ifName, HostIfName: HostIfName(t.port.ID),
+		MAC: mac, MTU: mtu, Address: &net.IPNet{IP: ip, Mask: cidr.Mask},
+	}
+	if t.subnet.GatewayIP != "" {
+		gw := net.ParseIP(t.subnet.GatewayIP)
+		if gw == nil {
+			return plug.Spec{}, fmt.Errorf("subnet %s: gateway_ip %q is not an IP", t.subnet.ID, t.subnet.GatewayIP)
+		}
+		spec.Routes = append(spec.Routes, plug.Route{Dst: plug.DefaultRoute(gw), GW: gw})
+	}
+	for _, hr := range t.subnet.HostRoutes {
+		_, dst, err := net.ParseCIDR(hr.Destination)
+		if err != nil {
+			return plug.Spec{}, fmt.Errorf("subnet %s: host route %q: %w", t.subnet.ID, hr.Destination, err)
+		}
+		nh := net.ParseIP(hr.NextHop)
+		if nh == nil {
+			return plug.Spec{}, fmt.Errorf("subnet %s: host route nexthop %q is not an IP", t.subnet.ID, hr.NextHop)
+		}
+		if dst.IP.To4() != nil != (ip.To4() != nil) {
+			continue // another family
+		}
+		spec.Routes = append(spec.Routes, plug.Route{Dst: dst, GW: nh})
+	}
+	return spec, nil
+}

@@ -1,0 +1,114 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/raven-net/raven/internal/cni/ovs"
+	"github.com/raven-net/raven/internal/cni/wire"
+)
+
+// Config is what a Server works with.
+type Config struct {
+	// Node is this node's name: the binding:host_id of the ports plugged here.
+	Node string
+	// ReadyTimeout bounds ADD: the port annotation plus ovn-installed (the kubelet's CRI timeout is 2m).
+	ReadyTimeout time.Duration
+	Pods         *Pods
+	OVS          ovs.Client
+	Plumber      Plumber
+	// Recorder posts the Warning events of failed ADDs on the pods.
+	Recorder record.EventRecorder
+	// Metrics may be nil.
+	Metrics *Metrics
+}
+
+// Server answers CNI requests.
+type Server struct {
+	cfg   Config
+	locks keyedLocks
+}
+
+// New returns a server; cfg is used as given.
+func New(cfg Config) *Server {
+	return &Server{cfg: cfg}
+}
+
+// ServeHTTP takes one wire.Request as a JSON POST on wire.Path and answers a wire.Response.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != wire.Path {
+		http.NotFound(w, r)
+		return
+	}
+	var req wire.Request
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req); err != nil {
+		http.Error(w, fmt.Sprintf("decoding the CNI request: %v", err), http.StatusBadRequest)
+		return
+	}
+	resp := s.Handle(r.Context(), req)
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(resp); err != nil {
+		klog.FromContext(r.Context()).Error(err, "Writing a CNI response")
+	}
+}
+
+// Handle runs one CNI request.
+func (s *Server) Handle(ctx context.Context, req wire.Request) wire.Response {
+	logger := klog.FromContext(ctx).WithValues("command", req.Command, "sandbox", req.ContainerID, "ifname", req.IfName)
+	if pod, err := wire.ParsePod(req.Args); err == nil {
+		logger = logger.WithValues("pod", klog.KRef(pod.Namespace, pod.Name))
+	}
+	ctx = klog.NewContext(ctx, logger)
+	start := time.Now()
+
+	var resp wire.Response
+	conf, err := wire.ParseNetConf(req.Config)
+	if err == nil {
+		switch req.Command {
+		case "ADD":
+			resp.Result, err = s.add(ctx, req, conf)
+		case "DEL":
+			err = s.del(ctx, req)
+		case "CHECK":
+			err = s.check(ctx, req)
+		case "GC":
+			err = s.gc(ctx, conf)
+		case "STATUS":
+			err = s.status(ctx)
+		default:
+			err = types.NewError(types.ErrInvalidEnvironmentVariables, fmt.Sprintf("unknown CNI command %q", req.Command), "")
+		}
+	} else {
+		err = types.NewError(types.ErrDecodingFailure, err.Error(), "")
+	}
+	if err != nil {
+		resp.Error = asCNIError(err)
+		logger.V(2).Info("CNI request failed", "code", resp.Error.Code, "err", err, "duration", time.Since(start))
+	} else {
+		logger.V(2).Info("CNI request done", "duration", time.Since(start))
+	}
+	s.cfg.Metrics.observe(req.Command, err, time.Since(start))
+	return resp
+}
+
+// asCNIError keeps a types.Error found in err's chain (with err's full message) or makes an internal one.
+func asCNIError(err error) *types.Error {
+	var cniErr *types.Error
+	if errors.As(err, &cniErr) {
+		return &types.Error{Code: cniErr.Code, Msg: err.Error(), Details: cniErr.Details}
+	}
+	return types.NewError(types.ErrInternal, err.Error(), "")
+}
+
+// cleanupContext outlives the request's deadline, so that an ADD that timed out can still undo its work.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+}

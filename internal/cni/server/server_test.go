@@ -1,0 +1,341 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/raven-net/raven/internal/cni/ovs"
+	"github.com/raven-net/raven/internal/cni/wire"
+	"github.com/raven-net/raven/pkg/annotations"
+)
+
+func decodeResult(t *testing.T, resp wire.Response) *current.Result {
+	t.Helper()
+	if resp.Error != nil {
+		t.Fatalf("ADD failed: %v", resp.Error)
+	}
+	var r current.Result
+	if err := json.Unmarshal(resp.Result, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func TestAdd(t *testing.T) {
+	tests := []struct {
+		name string
+		// pod is the pod in the API when ADD starts; later, when set, replaces it 100 ms into the ADD.
+		pod, later   func(t *testing.T) *corev1.Pod
+		readyTimeout time.Duration
+		noOVN        bool
+		wantErr      string
+		wantCode     uint
+		wantEvent    string
+		fast         bool
+	}{
+		{
+			name: "a pod with its port annotated is plugged",
+			pod:  func(t *testing.T) *corev1.Pod { return testPod(t, annotated) },
+		},
+		{
+			name:  "the annotation arrives late",
+			pod:   func(t *testing.T) *corev1.Pod { return testPod(t) },
+			later: func(t *testing.T) *corev1.Pod { return testPod(t, annotated) },
+		},
+		{
+			name: "an annotation for another pod UID is ignored until the right one comes",
+			pod: func(t *testing.T) *corev1.Pod {
+				return testPod(t, func(p *annotations.Port, _ *annotations.Subnet) { p.PodUID = "old-uid"; p.ID = "0000000000-old" })
+			},
+			later: func(t *testing.T) *corev1.Pod { return testPod(t, annotated) },
+		},
+		{
+			name: "a port without pod UID is taken for the pod of CNI_ARGS",
+			pod: func(t *testing.T) *corev1.Pod {
+				return testPod(t, func(p *annotations.Port, _ *annotations.Subnet) { p.PodUID = "" })
+			},
+		},
+		{
+			name: "a port bound to another node fails at once with a Warning event",
+			pod: func(t *testing.T) *corev1.Pod {
+				return testPod(t, func(p *annotations.Port, _ *annotations.Subnet) { p.HostID = "node-b" })
+			},
+			readyTimeout: time.Minute, fast: true,
+			wantErr:   "port " + testPort + " is bound to node node-b, not node-a",
+			wantCode:  types.ErrInternal,
+			wantEvent: "Warning PortBoundElsewhere",
+		},
+		{
+			name:         "no annotation within the ready timeout",
+			pod:          func(t *testing.T) *corev1.Pod { return testPod(t) },
+			readyTimeout: 300 * time.Millisecond,
+			wantErr:      "still waiting for the kuryr.org/neutron-port annotation",
+			wantCode:     types.ErrTryAgainLater,
+			wantEvent:    "Warning NetworkNotReady",
+		},
+		{
+			name:         "ovn-controller never sets ovn-installed",
+			pod:          func(t *testing.T) *corev1.Pod { return testPod(t, annotated) },
+			readyTimeout: 300 * time.Millisecond, noOVN: true,
+			wantErr:   "did not set external_ids:ovn-installed=true",
+			wantCode:  types.ErrTryAgainLater,
+			wantEvent: "Warning NetworkNotReady",
+		},
+		{
+			name: "an address outside the subnet is refused with a Warning event",
+			pod: func(t *testing.T) *corev1.Pod {
+				return testPod(t, func(p *annotations.Port, _ *annotations.Subnet) { p.FixedIPs[0].IPAddress = "10.9.9.9" })
+			},
+			fast:      true,
+			wantErr:   "is not in subnet",
+			wantCode:  types.ErrInvalidNetworkConfig,
+			wantEvent: "Warning InvalidPortAnnotation",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := tt.readyTimeout
+			if rt == 0 {
+				rt = 10 * time.Second
+			}
+			e := newEnv(t, rt, tt.pod(t))
+			e.ovs.NoOVNController = tt.noOVN
+			if tt.later != nil {
+				go func() {
+					time.Sleep(100 * time.Millisecond)
+					e.update(t, tt.later(t))
+				}()
+			}
+			start := time.Now()
+			resp := e.srv.Handle(t.Context(), request("ADD", "sandbox-1"))
+			if tt.fast && time.Since(start) > 5*time.Second {
+				t.Errorf("took %s, want an answer at once", time.Since(start))
+			}
+			events := e.events()
+			if tt.wantErr != "" {
+				if resp.Error == nil || !strings.Contains(resp.Error.Msg, tt.wantErr) || resp.Error.Code != tt.wantCode {
+					t.Fatalf("error %+v, want code %d containing %q", resp.Error, tt.wantCode, tt.wantErr)
+				}
+				if !strings.Contains(resp.Error.Msg, "default/nginx") {
+					t.Errorf("error %q does not name the pod", resp.Error.Msg)
+				}
+				if len(events) != 1 || !strings.HasPrefix(events[0], tt.wantEvent) {
+					t.Errorf("events %q, want one %q", events, tt.wantEvent)
+				}
+				if names := e.ovs.Names(); len(names) != 0 {
+					t.Errorf("OVS ports %v left after a failed ADD", names)
+				}
+				if links := e.plumber.hostLinks(); len(links) != 0 {
+					t.Errorf("veths %v left after a failed ADD", links)
+				}
+				return
+			}
+			r := decodeResult(t, resp)
+			checkResult(t, r)
+			checkPlugged(t, e, "sandbox-1")
+			if len(events) != 0 {
+				t.Errorf("events %q after a successful ADD", events)
+			}
+			if len(e.plumber.setups) != 1 || e.plumber.setups[0].HostIfName != testTap {
+				t.Errorf("setups %+v, want one of %s", e.plumber.setups, testTap)
+			}
+		})
+	}
+}
+
+func checkResult(t *testing.T, r *current.Result) {
+	t.Helper()
+	if len(r.Interfaces) != 2 || r.Interfaces[0].Name != testTap || r.Interfaces[1].Name != "eth0" ||
+		r.Interfaces[1].Mac != "fa:16:3e:84:88:2a" || r.Interfaces[1].Sandbox != "/var/run/netns/sandbox-1" || r.Interfaces[1].Mtu != 1442 {
+		t.Errorf("interfaces %+v %+v", r.Interfaces[0], r.Interfaces[1])
+	}
+	if len(r.IPs) != 1 || r.IPs[0].Address.String() != "10.244.0.158/24" || r.IPs[0].Gateway.String() != "10.244.0.1" || *r.IPs[0].Interface != 1 {
+		t.Errorf("IPs %+v", r.IPs)
+	}
+	var routes []string
+	for _, rt := range r.Routes {
+		routes = append(routes, rt.String())
+	}
+	if len(r.Routes) != 2 || r.Routes[0].Dst.String() != "0.0.0.0/0" || r.Routes[1].GW.String() != "10.244.0.254" {
+		t.Errorf("routes %v", routes)
+	}
+}
+
+func checkPlugged(t *testing.T, e *env, sandbox string) {
+	t.Helper()
+	iface, ok, _ := e.ovs.Interface(t.Context(), testTap)
+	if !ok {
+		t.Fatalf("no OVS interface %s", testTap)
+	}
+	want := map[string]string{
+		"iface-id": testPort, "attached-mac": "fa:16:3e:84:88:2a", "iface-status": "active", "iface-id-ver": testUID,
+		"raven-sandbox": sandbox, "raven-ifname": "eth0", "raven-netns": "/var/run/netns/" + sandbox,
+		"raven-pod": "default/nginx", "ovn-installed": "true",
+	}
+	if !reflect.DeepEqual(iface.ExternalIDs, want) {
+		t.Errorf("external_ids %v, want %v", iface.ExternalIDs, want)
+	}
+	if links := e.plumber.hostLinks(); !reflect.DeepEqual(links, []string{testTap}) {
+		t.Errorf("veths %v", links)
+	}
+}
+
+func TestAddAfterAFailedAdd(t *testing.T) {
+	e := newEnv(t, 300*time.Millisecond, testPod(t, annotated))
+	e.ovs.NoOVNController = true
+	if resp := e.srv.Handle(t.Context(), request("ADD", "sandbox-1")); resp.Error == nil {
+		t.Fatal("first ADD succeeded without ovn-installed")
+	}
+	// The runtime deletes the failed sandbox and tries with a new one.
+	if resp := e.srv.Handle(t.Context(), request("DEL", "sandbox-1")); resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	e.ovs.NoOVNController = false
+	decodeResult(t, e.srv.Handle(t.Context(), request("ADD", "sandbox-2")))
+	checkPlugged(t, e, "sandbox-2")
+}
+
+func TestAddTakesOverTheInterfaceOfAnOlderSandbox(t *testing.T) {
+	e := newEnv(t, 10*time.Second, testPod(t, annotated))
+	decodeResult(t, e.srv.Handle(t.Context(), request("ADD", "sandbox-1")))
+	// The runtime made a new sandbox before the old one's DEL.
+	decodeResult(t, e.srv.Handle(t.Context(), request("ADD", "sandbox-2")))
+	checkPlugged(t, e, "sandbox-2")
+	// The older sandbox's DEL comes late and must not unplug the new one.
+	if resp := e.srv.Handle(t.Context(), request("DEL", "sandbox-1")); resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	checkPlugged(t, e, "sandbox-2")
+}
+
+func TestDel(t *testing.T) {
+	tests := []struct {
+		name      string
+		dels      []string
+		wantPorts []string
+	}{
+		{name: "DEL unplugs the pod", dels: []string{"sandbox-1"}},
+		{name: "DEL twice is fine", dels: []string{"sandbox-1", "sandbox-1"}},
+		{name: "DEL for an older sandbox of the pod is ignored", dels: []string{"sandbox-0"}, wantPorts: []string{testTap}},
+		{name: "DEL of a sandbox never plugged is fine", dels: []string{"sandbox-9"}, wantPorts: []string{testTap}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, 10*time.Second, testPod(t, annotated))
+			decodeResult(t, e.srv.Handle(t.Context(), request("ADD", "sandbox-1")))
+			for _, sb := range tt.dels {
+				if resp := e.srv.Handle(t.Context(), request("DEL", sb)); resp.Error != nil {
+					t.Fatalf("DEL %s: %v", sb, resp.Error)
+				}
+			}
+			if got := e.ovs.Names(); !reflect.DeepEqual(got, tt.wantPorts) {
+				t.Errorf("OVS ports %v, want %v", got, tt.wantPorts)
+			}
+			if got := e.plumber.hostLinks(); !reflect.DeepEqual(got, tt.wantPorts) {
+				t.Errorf("veths %v, want %v", got, tt.wantPorts)
+			}
+		})
+	}
+}
+
+func TestDelNeverWaitsOnTheController(t *testing.T) {
+	e := newEnv(t, time.Minute) // no pod at all
+	start := time.Now()
+	if resp := e.srv.Handle(t.Context(), request("DEL", "sandbox-1")); resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("DEL took %s", d)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name    string
+		breakIt func(e *env)
+		wantErr string
+	}{
+		{name: "a plugged pod passes"},
+		{name: "a missing OVS port fails", breakIt: func(e *env) { _ = e.ovs.DelPort(nil, testTap) }, wantErr: "OVS has no interface"},
+		{name: "a wrong iface-id fails", breakIt: func(e *env) {
+			iface, _, _ := e.ovs.Interface(nil, testTap)
+			iface.ExternalIDs[ovs.KeyIfaceID] = "other"
+			e.ovs.Set(testTap, iface.ExternalIDs)
+		}, wantErr: "has iface-id \"other\""},
+		{name: "a wrong MTU fails", breakIt: func(e *env) {
+			e.plumber.mu.Lock()
+			s := e.plumber.links[testTap]
+			s.MTU = 1500
+			e.plumber.links[testTap] = s
+			e.plumber.mu.Unlock()
+		}, wantErr: "MTU 1500, want 1442"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, 10*time.Second, testPod(t, annotated))
+			decodeResult(t, e.srv.Handle(t.Context(), request("ADD", "sandbox-1")))
+			if tt.breakIt != nil {
+				tt.breakIt(e)
+			}
+			resp := e.srv.Handle(t.Context(), request("CHECK", "sandbox-1"))
+			if tt.wantErr == "" && resp.Error != nil || tt.wantErr != "" && (resp.Error == nil || !strings.Contains(resp.Error.Msg, tt.wantErr)) {
+				t.Errorf("CHECK = %v, want error containing %q", resp.Error, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestGCRemovesOnlyUnknownAttachments(t *testing.T) {
+	e := newEnv(t, time.Second)
+	mine := func(sandbox string) map[string]string {
+		return map[string]string{ovs.KeyIfaceID: "p-" + sandbox, ovs.KeySandbox: sandbox, ovs.KeyIfName: "eth0"}
+	}
+	e.ovs.Set("tapkept", mine("kept"))
+	e.ovs.Set("tapstale", mine("stale"))
+	e.ovs.Set("tapotherif", map[string]string{ovs.KeySandbox: "kept", ovs.KeyIfName: "net1"})
+	e.ovs.Set("foreign", map[string]string{ovs.KeyIfaceID: "someone-elses"})
+	e.plumber.links["tapstale"] = e.plumber.links["tapstale"]
+	conf, _ := json.Marshal(map[string]any{
+		"cniVersion": "1.1.0", "name": "raven", "type": "raven-cni",
+		"cni.dev/valid-attachments": []types.GCAttachment{{ContainerID: "kept", IfName: "eth0"}},
+	})
+	resp := e.srv.Handle(t.Context(), wire.Request{Command: "GC", Config: conf})
+	if resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	if got, want := e.ovs.Names(), []string{"foreign", "tapkept"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("OVS ports after GC %v, want %v", got, want)
+	}
+	if _, ok := e.plumber.links["tapstale"]; ok {
+		t.Error("veth of the stale attachment left")
+	}
+}
+
+func TestStatus(t *testing.T) {
+	tests := []struct {
+		name     string
+		health   error
+		wantCode uint
+	}{
+		{name: "OVS answers"},
+		{name: "OVS does not answer", health: errors.New("ovn-controller is not running"), wantCode: types.ErrPluginNotAvailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, time.Second)
+			e.ovs.HealthErr = tt.health
+			resp := e.srv.Handle(t.Context(), wire.Request{Command: "STATUS", Config: []byte(`{"cniVersion":"1.1.0"}`)})
+			if tt.wantCode == 0 && resp.Error != nil || tt.wantCode != 0 && (resp.Error == nil || resp.Error.Code != tt.wantCode) {
+				t.Errorf("STATUS = %+v, want code %d", resp.Error, tt.wantCode)
+			}
+		})
+	}
+}
