@@ -1,0 +1,72 @@
+package daemon
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// The DaemonSet and conflist shipped in deploy/node must agree with raven-node's flags.
+func TestShippedDaemonSet(t *testing.T) {
+	raw, err := os.ReadFile("../../../deploy/node/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict(raw, &ds); err != nil {
+		t.Fatalf("deploy/node/daemonset.yaml: %v", err)
+	}
+	c := ds.Spec.Template.Spec.Containers[0]
+	fs := flag.NewFlagSet("raven-node", flag.ContinueOnError)
+	o := BindFlags(fs)
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = strings.ReplaceAll(a, "$(NODE_NAME)", "node-a")
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("the DaemonSet's args do not parse: %v", err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("the DaemonSet's args do not validate: %v", err)
+	}
+	mounted := func(path string) *corev1.VolumeMount {
+		for i, m := range c.VolumeMounts {
+			if path == m.MountPath || strings.HasPrefix(path, m.MountPath+"/") {
+				return &c.VolumeMounts[i]
+			}
+		}
+		return nil
+	}
+	for _, p := range []string{o.Socket, o.CNIBinDir, o.CNIConfDir, o.CNIConflist, strings.TrimPrefix(o.OVSDB, "unix:"), "/run/netns/x", "/var/run/netns/x"} {
+		if mounted(p) == nil {
+			t.Errorf("%s is not on a volume", p)
+		}
+	}
+	for _, p := range []string{"/run/netns/x", "/var/run/netns/x"} {
+		if m := mounted(p); m != nil && (m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationHostToContainer) {
+			t.Errorf("%s is mounted without HostToContainer propagation", m.MountPath)
+		}
+	}
+
+	rawCM, err := os.ReadFile("../../../deploy/node/cni-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(rawCM, &cm); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), ConflistName)
+	if err := os.WriteFile(file, []byte(cm.Data[ConflistName]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conflistBytes(file, o.Socket); err != nil {
+		t.Errorf("the shipped conflist does not fit the DaemonSet: %v", err)
+	}
+}
