@@ -433,7 +433,7 @@ func TestServiceRefusals(t *testing.T) {
 		wantErr       bool
 		wantReason    string
 		wantText      string
-		wantWarnings  int // 1 when not given
+		wantWarnings  int      // 1 when not given
 		wantListeners []string // served listeners, in "PROTO:port" form
 	}{
 		{name: "a listener over Octavia's quota (403) is reported and skipped, the other ports are served",
