@@ -55,7 +55,11 @@ func configurePod(spec Spec) error {
 	if err := SetTxChecksum(spec.IfName, false); err != nil {
 		return err
 	}
-	if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: spec.Address}); err != nil {
+	addr := &netlink.Addr{IPNet: spec.Address}
+	if spec.Address.IP.To4() == nil {
+		addr.Flags = unix.IFA_F_NODAD // Neutron gave the address to this port alone
+	}
+	if err := netlink.AddrAdd(link, addr); err != nil {
 		return fmt.Errorf("adding address %s to %s: %w", spec.Address, spec.IfName, err)
 	}
 	if err := netlink.LinkSetUp(link); err != nil {

@@ -6,13 +6,13 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 )
 
-// PodArgs are the Kubernetes keys a runtime puts into CNI_ARGS.
+// PodArgs are the Kubernetes keys a runtime puts into CNI_ARGS; the field names are the keys.
 type PodArgs struct {
 	types.CommonArgs
-	K8S_POD_NAMESPACE          types.UnmarshallableString //nolint:revive // the names are the CNI_ARGS keys
-	K8S_POD_NAME               types.UnmarshallableString //nolint:revive
-	K8S_POD_UID                types.UnmarshallableString //nolint:revive
-	K8S_POD_INFRA_CONTAINER_ID types.UnmarshallableString //nolint:revive
+	K8S_POD_NAMESPACE          types.UnmarshallableString
+	K8S_POD_NAME               types.UnmarshallableString
+	K8S_POD_UID                types.UnmarshallableString
+	K8S_POD_INFRA_CONTAINER_ID types.UnmarshallableString
 }
 
 // Pod names the pod of one invocation.
