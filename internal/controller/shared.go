@@ -12,11 +12,11 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/raven-net/raven/pkg/annotations"
-
 	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // Gate is closed once the cluster's OpenStack objects are ensured and the index is loaded.
@@ -96,5 +96,19 @@ func SetFinalizer(ctx context.Context, c client.Client, obj client.Object, final
 func Warn(rec events.EventRecorder, obj runtime.Object, reason, action, what string, err error) {
 	if rec != nil {
 		rec.Eventf(obj, nil, corev1.EventTypeWarning, reason, action, "%s", Message(what, err))
+	}
+}
+
+// Send hands an object to a controller for repair; false when ctx ended first. A nil channel (the
+// controller is switched off) takes nothing.
+func Send(ctx context.Context, ch chan<- event.GenericEvent, o client.Object) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case ch <- event.GenericEvent{Object: o}:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }

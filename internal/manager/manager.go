@@ -86,8 +86,15 @@ func Run(ctx context.Context, o config.Options) error {
 				func() float64 { return float64(nm.P.Refilling()) }))
 	}
 	recorder := mgr.GetEventRecorder("raven")
-	podRepairs := make(chan event.GenericEvent, 1024)
-	nsRepairs := make(chan event.GenericEvent, 256)
+	// A controller that is switched off has no repair channel: the resync skips its repairs instead of
+	// blocking on a channel nobody reads.
+	var podRepairs, nsRepairs chan event.GenericEvent
+	if o.Controllers.Pods {
+		podRepairs = make(chan event.GenericEvent, 1024)
+	}
+	if o.Controllers.Namespaces {
+		nsRepairs = make(chan event.GenericEvent, 256)
+	}
 	sweeper := &orphan.Sweeper{
 		Client: mgr.GetClient(), Neutron: nm, Options: o, WithServices: o.Controllers.Services, Gate: gate, Metrics: m,
 		PodRepairs: podRepairs, NamespaceRepairs: nsRepairs,
@@ -103,7 +110,8 @@ func Run(ctx context.Context, o config.Options) error {
 		if err := pod.IndexFields(ctx, mgr); err != nil {
 			return err
 		}
-		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Metrics: m}
+		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Metrics: m,
+			Grace: o.OrphanGracePeriod.Duration}
 		if err := r.SetupWithManager(mgr, o.Workers, podRepairs); err != nil {
 			return err
 		}

@@ -23,6 +23,8 @@ type Cluster struct {
 	ServiceNetworkID  string
 	ServiceSubnet     *openstack.Subnet
 	Caps              openstack.Capabilities
+	// PodSecurityGroups are the groups every pod port gets (nil: Neutron's default group).
+	PodSecurityGroups []string
 }
 
 // EnsureCluster finds or creates the subnet pool, router and service network, all tagged as this cluster's.

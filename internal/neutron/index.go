@@ -37,6 +37,9 @@ type Index struct {
 	touched map[string]time.Time
 	// netTouched does the same for namespace networks, by namespace UID.
 	netTouched map[string]time.Time
+	// written are the ports this process created, claimed or changed for an owner it had seen: their owner's
+	// absence from the cache is proof that it is gone, whatever the port's age.
+	written map[string]bool
 }
 
 // NewIndex returns an empty index.
@@ -292,16 +295,42 @@ func (x *Index) touch(id string) {
 		x.touched = map[string]time.Time{}
 	}
 	x.touched[id] = time.Now()
+	if x.written == nil {
+		x.written = map[string]bool{}
+	}
+	x.written[id] = true
+}
+
+// Written says this process created, claimed or changed the port (see Index.written).
+func (x *Index) Written(id string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.written[id]
 }
 
 func (x *Index) putLocked(cluster string, p openstack.Port) {
-	if c, ok := x.claims[p.ID]; ok {
-		p = applyClaim(p, c.owner, c.name)
-	}
 	o, ok := ownership.Parse(p.Tags)
 	if !ok || o.Cluster != cluster {
 		return
 	}
+	if c, ok := x.claims[p.ID]; ok {
+		if o.Kind == ownership.KindPool && p.DeviceID == c.owner.UID {
+			c.recorded = true // Neutron shows the claim; only the tags are missing
+			x.claims[p.ID] = c
+		}
+		p = applyClaim(p, c.owner, c.name)
+	} else if o.Kind == ownership.KindPool && p.DeviceID != "" {
+		// Claimed in Neutron by a pod (device_id) whose tags never followed (Raven stopped, or Neutron
+		// kept failing): the port is that pod's.
+		c := claimed{owner: ownership.Owner{Cluster: cluster, Kind: ownership.KindPod, UID: p.DeviceID, Name: o.Name + "/" + p.Name},
+			name: p.Name, recorded: true}
+		if x.claims == nil {
+			x.claims = map[string]claimed{}
+		}
+		x.claims[p.ID] = c
+		p = applyClaim(p, c.owner, c.name)
+	}
+	o, _ = ownership.Parse(p.Tags)
 	switch {
 	case (o.Kind == ownership.KindPod || o.Kind == ownership.KindService) && o.UID != "":
 		x.ports[p.ID] = p
@@ -312,12 +341,14 @@ func (x *Index) putLocked(cluster string, p openstack.Port) {
 	}
 }
 
-// DropPort forgets a port.
+// DropPort forgets a port, and any claim on it.
 func (x *Index) DropPort(id string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.dropLocked(id)
+	delete(x.claims, id)
 	x.touch(id)
+	delete(x.written, id)
 }
 
 func (x *Index) dropLocked(id string) {
@@ -384,12 +415,59 @@ func (x *Index) claimLocked(id string, owner ownership.Owner, name string) opens
 	if x.claims == nil {
 		x.claims = map[string]claimed{}
 	}
-	x.claims[id] = claimed{owner: owner, name: name}
+	x.claims[id] = claimed{owner: owner, name: name, free: p}
 	p = applyClaim(p, owner, name)
 	x.touch(id)
 	x.ports[id] = p
 	x.byUID[owner.UID] = append(x.byUID[owner.UID], id)
 	return p
+}
+
+// Unclaim puts a port claimed in memory back into its pool: Neutron could not be told of the claim.
+func (x *Index) Unclaim(portID string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	c, ok := x.claims[portID]
+	if !ok || c.recorded {
+		return
+	}
+	delete(x.claims, portID)
+	x.dropLocked(portID)
+	x.ports[portID] = c.free
+	x.byPool[c.free.NetworkID] = append(x.byPool[c.free.NetworkID], portID)
+	x.touch(portID)
+}
+
+// PutClaimed records a claimed port as Neutron returned it after the claim (device_id set, tags still
+// the pool's), and returns it as its pod will see it.
+func (x *Index) PutClaimed(p openstack.Port) openstack.Port {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	c, ok := x.claims[p.ID]
+	if !ok {
+		return p
+	}
+	c.recorded = true
+	x.claims[p.ID] = c
+	x.dropLocked(p.ID)
+	p = applyClaim(p, c.owner, c.name)
+	x.ports[p.ID] = p
+	x.byUID[c.owner.UID] = append(x.byUID[c.owner.UID], p.ID)
+	x.touch(p.ID)
+	return p
+}
+
+// Claims returns the claims Neutron records (device_id) but whose pod's tags it does not show yet.
+func (x *Index) Claims() []Claim {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]Claim, 0, len(x.claims))
+	for id, c := range x.claims {
+		if c.recorded {
+			out = append(out, Claim{PortID: id, Owner: c.owner})
+		}
+	}
+	return out
 }
 
 // Confirm forgets a claim once Neutron shows it (or the port is gone). The touch keeps a listing that
@@ -412,6 +490,10 @@ func (x *Index) Claimed(portID string) bool {
 type claimed struct {
 	owner ownership.Owner
 	name  string
+	// free is the port as it was in the pool, to put back when Neutron refuses the claim.
+	free openstack.Port
+	// recorded says Neutron shows the claim (the pod's UID as device_id).
+	recorded bool
 }
 
 func applyClaim(p openstack.Port, owner ownership.Owner, name string) openstack.Port {

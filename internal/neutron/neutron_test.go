@@ -266,8 +266,8 @@ func TestReleaseRecyclesIntoThePool(t *testing.T) {
 				}
 				m.X.PutPort("c1", *free)
 				var ok bool
-				if port, ok = m.P.Take(nn, pod, owner); !ok {
-					t.Fatal("no pool port taken")
+				if port, ok, err = m.P.Take(ctx, nn, pod, owner); err != nil || !ok {
+					t.Fatalf("no pool port taken (%v)", err)
 				}
 			} else {
 				var err error

@@ -28,10 +28,14 @@ type PoolConfig struct {
 // PoolPortName is the name of a port waiting in a pool.
 const PoolPortName = "raven-pool"
 
-// Pools keeps ready ports per namespace network, so that a new pod takes one without waiting for Neutron:
-// only its annotation lies on its critical path. Pool ports are tagged raven.kind=pool. A taken port is
-// renamed to its pod, gets the pod's UID as device_id and the pod's tags in the background; until then the
-// pod's annotation is the record of the claim, and the resync honours it after a restart.
+// Pools keeps ready ports per namespace network, so that a new pod takes one without waiting for a port
+// create: only one port update (its node, its name and its UID as device_id, in one call) and the
+// annotation lie on its critical path. Pool ports are unbound and tagged raven.kind=pool; they belong to
+// a namespace, not to a node, so a cluster holds namespaces × MinFree idle ports, not nodes × namespaces.
+// Neutron records the claim (device_id) before the pod is annotated; the pod's tags follow in the
+// background. Until they do, the index treats a pool-tagged port with a device_id as that pod's, and every
+// resync offers such a claim to the workers again, so no claim is lost to a crash, a full queue or a
+// Neutron that keeps failing.
 type Pools struct {
 	M   *Manager
 	Cfg PoolConfig
@@ -41,69 +45,136 @@ type Pools struct {
 	refilling map[string]bool
 	closed    map[string]bool
 	returning map[string]int // recycled ports on their way back, by network
-	finish    chan claim
-	ctx       context.Context
+	// pending are the claims whose tags Neutron does not show yet, by port ID, with the time each is due.
+	pending map[string]pendingClaim
+	wake    chan struct{}
+	ctx     context.Context
+	// retry is the delay before a claim's first retry; each further try waits one more (default 100 ms).
+	retry time.Duration
 }
 
-type claim struct {
-	portID string
-	owner  ownership.Owner
-	pod    PodRef
-	tries  int
+type pendingClaim struct {
+	c   Claim
+	due time.Time
 }
 
-// Start runs the background workers until ctx ends.
+// Start runs the background workers until ctx ends. Claims enqueued before Start wait for it.
 func (p *Pools) Start(ctx context.Context, workers int) {
 	p.mu.Lock()
 	p.ctx = ctx
-	p.refilling = map[string]bool{}
-	p.closed = map[string]bool{}
-	p.finish = make(chan claim, 4096)
+	p.init()
 	p.mu.Unlock()
 	for range max(workers, 1) {
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case c := <-p.finish:
-					p.complete(ctx, c)
-				}
-			}
-		}()
+		go p.work(ctx)
 	}
 }
 
-// Take hands the pod a free port of its namespace's pool, if there is one, and tops the pool up.
-func (p *Pools) Take(nn *NamespaceNet, pod PodRef, owner ownership.Owner) (openstack.Port, bool) {
+func (p *Pools) init() {
+	if p.refilling == nil {
+		p.refilling, p.closed, p.pending = map[string]bool{}, map[string]bool{}, map[string]pendingClaim{}
+		p.wake = make(chan struct{}, 1)
+	}
+}
+
+func (p *Pools) work(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		c, ok, wait := p.next()
+		if ok {
+			p.complete(ctx, c)
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// next takes one due claim off the pending set; when none is due, wait says how long until one is (at
+// most a second).
+func (p *Pools) next() (c Claim, ok bool, wait time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	wait = time.Second
+	for id, pc := range p.pending {
+		if !pc.due.After(now) {
+			delete(p.pending, id)
+			return pc.c, true, 0
+		}
+		wait = min(wait, pc.due.Sub(now))
+	}
+	return Claim{}, false, wait
+}
+
+// Take hands the pod a free port of its namespace's pool, if there is one, and tops the pool up. The claim
+// is recorded in Neutron (name, device_id and the pod's node) before Take returns; an error leaves the port
+// in the pool.
+func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ownership.Owner) (openstack.Port, bool, error) {
 	port, ok := p.M.X.Claim(nn.Network.ID, owner, pod.Name)
 	p.mu.Lock()
 	p.lastTake = time.Now()
 	p.mu.Unlock()
 	p.Kick(nn)
-	if ok {
-		p.enqueue(claim{portID: port.ID, owner: owner, pod: pod})
+	if !ok {
+		return port, false, nil
 	}
-	return port, ok
+	u := openstack.PortUpdate{Name: &pod.Name, DeviceID: &pod.UID}
+	if pod.Node != "" {
+		u.HostID = &pod.Node
+	}
+	updated, err := p.M.N.UpdatePort(ctx, port.ID, u)
+	if err != nil {
+		p.M.X.Unclaim(port.ID)
+		return openstack.Port{}, false, err
+	}
+	claimed := p.M.X.PutClaimed(*updated)
+	p.enqueue(Claim{PortID: port.ID, Owner: owner})
+	return claimed, true, nil
 }
 
-// Recover honours claims recorded only in pod annotations (Raven stopped before finishing them):
-// claimed maps a pool port ID to the pod that holds it.
-func (p *Pools) Recover(claimed map[string]PodRef) {
-	for portID, pod := range claimed {
-		owner := ownership.Owner{Cluster: p.M.C.ID, Kind: ownership.KindPod, UID: pod.UID, Name: pod.Namespace + "/" + pod.Name}
-		if p.M.X.ClaimPort(portID, owner, pod.Name) {
-			p.enqueue(claim{portID: portID, owner: owner, pod: pod})
+// Claim is a pool port whose pod's tags Neutron does not show yet.
+type Claim struct {
+	PortID string
+	Owner  ownership.Owner
+	tries  int
+}
+
+// Offer hands the workers claims to finish (the resync offers every one the index holds); one already
+// pending keeps its place.
+func (p *Pools) Offer(claims []Claim) {
+	for _, c := range claims {
+		p.enqueue(c)
+	}
+}
+
+func (p *Pools) enqueue(c Claim) {
+	p.mu.Lock()
+	p.init()
+	if _, ok := p.pending[c.PortID]; !ok {
+		step := p.retry
+		if step == 0 {
+			step = 100 * time.Millisecond
 		}
+		p.pending[c.PortID] = pendingClaim{c: c, due: time.Now().Add(time.Duration(min(c.tries, 50)) * step)}
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default: // a wake-up is pending already
 	}
 }
 
-func (p *Pools) enqueue(c claim) {
-	select {
-	case p.finish <- c:
-	default:
-		// The queue is full: the claim stays in the index and the pod's annotation; the next resync retries.
-	}
+// Pending is the number of claims waiting for their tags.
+func (p *Pools) Pending() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.pending)
 }
 
 // yield waits, up to limit, while pods are arriving (one took a port in the last half second) or wait
@@ -121,25 +192,21 @@ func (p *Pools) yield(ctx context.Context, limit time.Duration) {
 	}
 }
 
-// complete makes Neutron show the claim: the pod's name, UID and tags.
-func (p *Pools) complete(ctx context.Context, c claim) {
+// complete gives the claimed port its pod's tags. A failure puts the claim back, due later; it is never
+// dropped.
+func (p *Pools) complete(ctx context.Context, c Claim) {
 	p.yield(ctx, 30*time.Second)
-	name, dev := c.pod.Name, c.pod.UID
-	_, err := p.M.N.UpdatePort(ctx, c.portID, openstack.PortUpdate{Name: &name, DeviceID: &dev})
-	if err == nil {
-		err = p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, c.portID, c.owner.Tags())
+	if !p.M.X.Claimed(c.PortID) {
+		return // confirmed meanwhile, or the port is gone
 	}
+	err := p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, c.PortID, c.Owner.Tags())
 	switch {
-	case err == nil:
-		p.M.X.Confirm(c.portID)
-	case openstack.IsNotFound(err):
-		p.M.X.Confirm(c.portID) // the pod went and its port with it
+	case err == nil, openstack.IsNotFound(err): // tagged, or the pod went and its port with it
+		p.M.X.Confirm(c.PortID)
 	default:
-		klog.FromContext(ctx).Error(err, "Recording a pool port's new owner in Neutron; will retry", "port", c.portID, "pod", c.owner.Name)
-		if c.tries < 10 {
-			c.tries++
-			time.AfterFunc(time.Duration(c.tries)*time.Second, func() { p.enqueue(c) })
-		}
+		klog.FromContext(ctx).Error(err, "Recording a pool port's new owner in Neutron; will retry", "port", c.PortID, "pod", c.Owner.Name)
+		c.tries++
+		p.enqueue(c)
 	}
 }
 
@@ -171,8 +238,8 @@ func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Po
 	// Detach first, tag last: until the tags say pool, nobody can take the port, so no write of this
 	// function lands after a new owner's. A crash in between leaves a detached port of a gone pod, which
 	// the sweep releases.
-	name, dev := PoolPortName, ""
-	updated, err := p.M.N.UpdatePort(ctx, port.ID, openstack.PortUpdate{Name: &name, DeviceID: &dev})
+	name, dev, host := PoolPortName, "", ""
+	updated, err := p.M.N.UpdatePort(ctx, port.ID, openstack.PortUpdate{Name: &name, DeviceID: &dev, HostID: &host})
 	if err != nil {
 		return false, err
 	}
@@ -192,7 +259,10 @@ func (p *Pools) Kick(nn *NamespaceNet) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ctx == nil || p.refilling[nn.Network.ID] || p.closed[nn.Network.ID] || p.M.X.FreeIn(nn.Network.ID) >= p.Cfg.MinFree {
+	// Pool ports must carry their tags from the first moment (a free port without them would be nobody's):
+	// without tags on create, there are no pools.
+	if p.ctx == nil || !p.M.C.Caps.TagsOnPortCreate || p.refilling[nn.Network.ID] || p.closed[nn.Network.ID] ||
+		p.M.X.FreeIn(nn.Network.ID) >= p.Cfg.MinFree {
 		return
 	}
 	p.refilling[nn.Network.ID] = true
@@ -203,9 +273,8 @@ func (p *Pools) Kick(nn *NamespaceNet) {
 func (p *Pools) Close(networkID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed != nil {
-		p.closed[networkID] = true
-	}
+	p.init()
+	p.closed[networkID] = true
 }
 
 func (p *Pools) refill(ctx context.Context, nn NamespaceNet) {
@@ -232,7 +301,8 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet) {
 		specs := make([]openstack.PortSpec, n)
 		for i := range specs {
 			specs[i] = openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, SubnetID: nn.Subnet.ID,
-				DeviceOwner: DeviceOwner, Description: "ready port of namespace " + nn.Namespace, Tags: owner.Tags()}
+				DeviceOwner: DeviceOwner, Description: "ready port of namespace " + nn.Namespace, Tags: owner.Tags(),
+				SecurityGroups: p.M.C.PodSecurityGroups}
 		}
 		ports, err := p.M.N.CreatePorts(ctx, specs)
 		if err != nil {

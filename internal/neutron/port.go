@@ -11,9 +11,9 @@ import (
 // DeviceOwner marks the ports Raven makes for pods.
 const DeviceOwner = "raven:pod"
 
-// PodRef names a pod.
+// PodRef names a pod, and the node it is scheduled to (empty until it is).
 type PodRef struct {
-	UID, Namespace, Name string
+	UID, Namespace, Name, Node string
 }
 
 func deref(p *openstack.Port) openstack.Port {
@@ -96,13 +96,17 @@ func (m *Manager) create(ctx context.Context, spec openstack.PortSpec) (*opensta
 // pod never changes its address.
 func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, preferred string) (port openstack.Port, created bool, err error) {
 	keep, err := m.dropExtraPorts(ctx, pod.UID, nn.Network.ID, preferred)
-	if err != nil || keep != nil {
-		return deref(keep), false, err
+	if err != nil {
+		return port, false, err
+	}
+	if keep != nil {
+		p, err := m.bind(ctx, *keep, pod.Node)
+		return p, false, err
 	}
 	owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindPod, UID: pod.UID, Name: pod.Namespace + "/" + pod.Name}
 	if m.P != nil {
-		if p, ok := m.P.Take(nn, pod, owner); ok {
-			return p, true, nil
+		if p, ok, err := m.P.Take(ctx, nn, pod, owner); err != nil || ok {
+			return p, ok, err
 		}
 	}
 	if !m.C.Caps.TagsOnPortCreate {
@@ -114,6 +118,7 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 	spec := openstack.PortSpec{
 		Name: pod.Name, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, DeviceID: pod.UID,
 		Description: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name), Tags: owner.Tags(),
+		HostID: pod.Node, SecurityGroups: m.C.PodSecurityGroups,
 	}
 	if nn.Subnet != nil {
 		spec.SubnetID = nn.Subnet.ID
@@ -124,6 +129,21 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 	}
 	m.X.PutPort(m.C.ID, *p)
 	return *p, true, nil
+}
+
+// bind binds the port to node when the pod has one and the port is not bound there yet. A pod's node never
+// changes once set, so this binds an unbound port (a pod annotated before it was scheduled); it must happen
+// before anything plugs the port: ML2/OVN keeps a port plugged first and bound later DOWN for good.
+func (m *Manager) bind(ctx context.Context, p openstack.Port, node string) (openstack.Port, error) {
+	if node == "" || p.HostID == node {
+		return p, nil
+	}
+	updated, err := m.N.UpdatePort(ctx, p.ID, openstack.PortUpdate{HostID: &node})
+	if err != nil {
+		return p, fmt.Errorf("binding port %s to node %s: %w", p.ID, node, err)
+	}
+	m.X.PutPort(m.C.ID, *updated)
+	return *updated, nil
 }
 
 // ReleasePorts deletes every port of the owner UID, or gives it back to its namespace's pool when pools

@@ -239,6 +239,12 @@ func portBody(s PortSpec) map[string]any {
 	if len(s.Tags) > 0 {
 		m["tags"] = s.Tags
 	}
+	if s.HostID != "" {
+		m["binding:host_id"] = s.HostID
+	}
+	if s.SecurityGroups != nil {
+		m["security_groups"] = s.SecurityGroups
+	}
 	return m
 }
 
@@ -272,6 +278,12 @@ func (n *neutron) UpdatePort(ctx context.Context, id string, u PortUpdate) (*Por
 	}
 	if u.DeviceID != nil {
 		m["device_id"] = *u.DeviceID
+	}
+	if u.HostID != nil {
+		m["binding:host_id"] = *u.HostID
+	}
+	if u.SecurityGroups != nil {
+		m["security_groups"] = *u.SecurityGroups
 	}
 	out := new(Port)
 	if err := ports.Update(ctx, n.c, id, update{body{"port": m}}).ExtractInto(out); err != nil {

@@ -13,23 +13,28 @@ type FixedIP struct {
 
 // Port is a Neutron port.
 type Port struct {
-	ID                  string         `json:"id"`
-	Name                string         `json:"name"`
-	NetworkID           string         `json:"network_id"`
-	ProjectID           string         `json:"project_id"`
-	MACAddress          string         `json:"mac_address"`
-	FixedIPs            []FixedIP      `json:"fixed_ips"`
-	Status              string         `json:"status"`
-	AdminStateUp        bool           `json:"admin_state_up"`
-	DeviceOwner         string         `json:"device_owner"`
-	DeviceID            string         `json:"device_id"`
-	SecurityGroups      []string       `json:"security_groups"`
-	AllowedAddressPairs []AddressPair  `json:"allowed_address_pairs"`
-	Tags                []string       `json:"tags"`
-	Description         string         `json:"description"`
-	RevisionNumber      int            `json:"revision_number"`
-	CreatedAt           time.Time      `json:"created_at"`
-	Extra               map[string]any `json:"-"`
+	ID                  string        `json:"id"`
+	Name                string        `json:"name"`
+	NetworkID           string        `json:"network_id"`
+	ProjectID           string        `json:"project_id"`
+	MACAddress          string        `json:"mac_address"`
+	FixedIPs            []FixedIP     `json:"fixed_ips"`
+	Status              string        `json:"status"`
+	AdminStateUp        bool          `json:"admin_state_up"`
+	DeviceOwner         string        `json:"device_owner"`
+	DeviceID            string        `json:"device_id"`
+	SecurityGroups      []string      `json:"security_groups"`
+	AllowedAddressPairs []AddressPair `json:"allowed_address_pairs"`
+	Tags                []string      `json:"tags"`
+	Description         string        `json:"description"`
+	RevisionNumber      int           `json:"revision_number"`
+	CreatedAt           time.Time     `json:"created_at"`
+	UpdatedAt           time.Time     `json:"updated_at"`
+	// HostID is the node the port is bound to (binding:host_id), empty while unbound.
+	HostID     string         `json:"binding:host_id"`
+	VIFType    string         `json:"binding:vif_type"`
+	VIFDetails map[string]any `json:"binding:vif_details"`
+	Extra      map[string]any `json:"-"`
 }
 
 // AddressPair is an allowed address pair of a port.
@@ -48,12 +53,18 @@ type PortSpec struct {
 	DeviceID    string
 	Description string
 	Tags        []string
+	// HostID binds the port to a node at once (binding:host_id); empty leaves it unbound.
+	HostID string
+	// SecurityGroups replace the project's default group when set.
+	SecurityGroups []string
 }
 
 // PortUpdate changes the mutable fields Raven uses; nil fields are left alone.
 type PortUpdate struct {
-	Name     *string
-	DeviceID *string
+	Name           *string
+	DeviceID       *string
+	HostID         *string
+	SecurityGroups *[]string
 }
 
 // Filter selects objects by network, device, name, description and tags. Tags must all match.
@@ -88,15 +99,16 @@ type RouterSpec struct {
 
 // Network is a Neutron network.
 type Network struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	ProjectID string    `json:"project_id"`
-	Status    string    `json:"status"`
-	Subnets   []string  `json:"subnets"`
-	External  bool      `json:"router:external"`
-	Description string  `json:"description"`
-	Tags      []string  `json:"tags"`
-	CreatedAt time.Time `json:"created_at"`
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	ProjectID   string    `json:"project_id"`
+	Status      string    `json:"status"`
+	Subnets     []string  `json:"subnets"`
+	External    bool      `json:"router:external"`
+	MTU         int       `json:"mtu"`
+	Description string    `json:"description"`
+	Tags        []string  `json:"tags"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // AllocationPool is a range of addresses Neutron hands out.
@@ -116,11 +128,18 @@ type Subnet struct {
 	IPVersion       int              `json:"ip_version"`
 	AllocationPools []AllocationPool `json:"allocation_pools"`
 	DNSNameservers  []string         `json:"dns_nameservers"`
+	HostRoutes      []HostRoute      `json:"host_routes"`
 	EnableDHCP      bool             `json:"enable_dhcp"`
 	SubnetPoolID    string           `json:"subnetpool_id"`
 	Description     string           `json:"description"`
 	Tags            []string         `json:"tags"`
 	CreatedAt       time.Time        `json:"created_at"`
+}
+
+// HostRoute is a static route a subnet announces.
+type HostRoute struct {
+	Destination string `json:"destination"`
+	NextHop     string `json:"nexthop"`
 }
 
 // SubnetSpec describes a subnet to create: either CIDR, or SubnetPoolID with PrefixLength.
@@ -137,8 +156,8 @@ type SubnetSpec struct {
 
 // SubnetPool is a Neutron subnet pool.
 type SubnetPool struct {
-	ID       string   `json:"id"`
-	Name     string   `json:"name"`
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
 	Prefixes    []string `json:"prefixes"`
 	Description string   `json:"description"`
 	Tags        []string `json:"tags"`

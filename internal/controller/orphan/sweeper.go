@@ -62,11 +62,6 @@ func (s *Sweeper) Start(ctx context.Context) error {
 			return false, nil
 		}
 		s.Neutron.X.Replace(s.Options.ClusterID, snap)
-		// Before any pod is reconciled: pool ports that pods hold by annotation only are theirs.
-		if err := s.recoverClaims(ctx); err != nil {
-			log.Error(err, "Recovering port pool claims; will retry")
-			return false, nil
-		}
 		return true, nil
 	})
 	if err != nil {
@@ -74,6 +69,7 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	}
 	if p := s.Neutron.P; p != nil {
 		p.Start(ctx, 4)
+		p.Offer(s.Neutron.X.Claims())
 		for _, nn := range s.Neutron.X.Networks() {
 			p.Kick(&nn)
 		}
@@ -104,10 +100,9 @@ func (s *Sweeper) Resync(ctx context.Context, now time.Time, reload bool) error 
 			return err
 		}
 		s.Neutron.X.Replace(s.Options.ClusterID, snap)
-		if err := s.recoverClaims(ctx); err != nil {
-			return err
-		}
 		if p := s.Neutron.P; p != nil {
+			// Claims Neutron records whose tags never followed: offered again on every resync.
+			p.Offer(s.Neutron.X.Claims())
 			for _, nn := range s.Neutron.X.Networks() {
 				p.Kick(&nn)
 			}
@@ -143,7 +138,9 @@ func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 		var ann annotations.Port
 		ports := s.Neutron.X.PortsOf(string(p.UID))
 		if ok, _ := annotations.Decode(p.Annotations, annotations.PodPort, &ann); ok && !hasPort(ports, ann.ID) || len(ports) > 1 {
-			s.PodRepairs <- event.GenericEvent{Object: p}
+			if !controller.Send(ctx, s.PodRepairs, p) {
+				return ctx.Err()
+			}
 		}
 	}
 	// Deletes run a few at a time: a deleted namespace can leave hundreds of ports behind.
@@ -190,7 +187,9 @@ func (s *Sweeper) sweepNamespaces(ctx context.Context, now time.Time) error {
 		live[string(ns.UID)] = true
 		if _, annotated := ns.Annotations[annotations.NamespaceNetwork]; annotated && ns.DeletionTimestamp.IsZero() {
 			if nn := s.Neutron.X.Network(string(ns.UID)); nn == nil || nn.Subnet == nil {
-				s.NamespaceRepairs <- event.GenericEvent{Object: ns}
+				if !controller.Send(ctx, s.NamespaceRepairs, ns) {
+					return ctx.Err()
+				}
 			}
 		}
 	}
@@ -224,32 +223,4 @@ func hasPort(ports []neutron.Port, id string) bool {
 		}
 	}
 	return false
-}
-
-// recoverClaims gives back to their pods the pool ports that pods hold by annotation while Neutron still
-// shows them as free (Raven stopped between the annotation and recording the claim in Neutron).
-func (s *Sweeper) recoverClaims(ctx context.Context) error {
-	if s.Neutron.P == nil {
-		return nil
-	}
-	pool := map[string]bool{}
-	for _, p := range s.Neutron.X.PortsOfKind(ownership.KindPool) {
-		pool[p.ID] = true
-	}
-	if len(pool) == 0 {
-		return nil
-	}
-	var pods corev1.PodList
-	if err := s.Client.List(ctx, &pods); err != nil {
-		return err
-	}
-	claimed := map[string]neutron.PodRef{}
-	for _, p := range pods.Items {
-		var ann annotations.Port
-		if ok, _ := annotations.Decode(p.Annotations, annotations.PodPort, &ann); ok && pool[ann.ID] {
-			claimed[ann.ID] = neutron.PodRef{UID: string(p.UID), Namespace: p.Namespace, Name: p.Name}
-		}
-	}
-	s.Neutron.P.Recover(claimed)
-	return nil
 }

@@ -60,7 +60,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, repairs 
 var relevant = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-		return o.Status.Phase != n.Status.Phase ||
+		return o.Status.Phase != n.Status.Phase || o.Spec.NodeName != n.Spec.NodeName ||
 			o.Annotations[annotations.PodPort] != n.Annotations[annotations.PodPort] ||
 			o.Annotations[annotations.PodSubnet] != n.Annotations[annotations.PodSubnet] ||
 			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()

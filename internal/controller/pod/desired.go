@@ -3,6 +3,7 @@ package pod
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/pkg/annotations"
 )
@@ -15,8 +16,8 @@ func NeedsPort(p *corev1.Pod) bool {
 	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
-// PortAnnotation renders a port as the kuryr.org/neutron-port value.
-func PortAnnotation(p openstack.Port) annotations.Port {
+// PortAnnotation renders a port as the kuryr.org/neutron-port value; mtu is its network's.
+func PortAnnotation(p openstack.Port, mtu int) annotations.Port {
 	ips := make([]annotations.FixedIP, 0, len(p.FixedIPs))
 	for _, ip := range p.FixedIPs {
 		ips = append(ips, annotations.FixedIP{SubnetID: ip.SubnetID, IPAddress: ip.IPAddress})
@@ -29,6 +30,7 @@ func PortAnnotation(p openstack.Port) annotations.Port {
 		ID: p.ID, Name: p.Name, NetworkID: p.NetworkID, TenantID: p.ProjectID, ProjectID: p.ProjectID,
 		MACAddress: p.MACAddress, FixedIPs: ips, Status: p.Status, AdminStateUp: p.AdminStateUp,
 		DeviceOwner: p.DeviceOwner, DeviceID: p.DeviceID, SecurityGroups: sgs,
+		HostID: p.HostID, VIFType: p.VIFType, VIFDetails: p.VIFDetails, MTU: mtu, PodUID: p.DeviceID,
 	}
 }
 
@@ -42,24 +44,28 @@ func SubnetAnnotation(s openstack.Subnet) annotations.Subnet {
 	if dns == nil {
 		dns = []string{}
 	}
+	routes := make([]annotations.HostRoute, 0, len(s.HostRoutes))
+	for _, r := range s.HostRoutes {
+		routes = append(routes, annotations.HostRoute{Destination: r.Destination, NextHop: r.NextHop})
+	}
 	return annotations.Subnet{
 		ID: s.ID, Name: s.Name, NetworkID: s.NetworkID, TenantID: s.ProjectID, CIDR: s.CIDR, GatewayIP: s.GatewayIP,
-		IPVersion: s.IPVersion, AllocationPools: pools, DNSNameservers: dns, HostRoutes: []annotations.HostRoute{},
+		IPVersion: s.IPVersion, AllocationPools: pools, DNSNameservers: dns, HostRoutes: routes,
 		EnableDHCP: s.EnableDHCP, SubnetPoolID: s.SubnetPoolID,
 	}
 }
 
 // Annotations returns the pod annotations Raven wants: the port and subnet, or neither (nil values
 // remove them).
-func Annotations(port *openstack.Port, subnet *openstack.Subnet) (map[string]*string, error) {
-	if port == nil || subnet == nil {
+func Annotations(port *openstack.Port, nn *neutron.NamespaceNet) (map[string]*string, error) {
+	if port == nil || nn == nil || nn.Subnet == nil {
 		return map[string]*string{annotations.PodPort: nil, annotations.PodSubnet: nil}, nil
 	}
-	p, err := annotations.Encode(PortAnnotation(*port))
+	p, err := annotations.Encode(PortAnnotation(*port, nn.Network.MTU))
 	if err != nil {
 		return nil, err
 	}
-	s, err := annotations.Encode(SubnetAnnotation(*subnet))
+	s, err := annotations.Encode(SubnetAnnotation(*nn.Subnet))
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,9 @@ type Reconciler struct {
 	Gate     *controller.Gate
 	Recorder events.EventRecorder
 	Metrics  *metrics.Metrics
+	// Grace protects a port this process did not make from deletion until it is this old: another writer
+	// (an earlier leader) may have made it for a pod this cache does not show yet.
+	Grace time.Duration
 }
 
 // Reconcile makes Neutron and the pod's annotations match the pod as it is now.
@@ -80,13 +83,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	var announced annotations.Port
 	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
-	port, created, err := r.Neutron.EnsurePort(ctx, neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}, nn, announced.ID)
+	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}
+	port, created, err := r.Neutron.EnsurePort(ctx, ref, nn, announced.ID)
 	if err != nil {
 		r.warn(&pod, "PortCreate", "creating the Neutron port", err)
 		return reconcile.Result{}, err
 	}
 	if created {
-		log.V(2).Info("Created port", "port", port.ID, "ip", firstIP(port.FixedIPs))
+		log.V(2).Info("Created port", "port", port.ID, "ip", firstIP(port.FixedIPs), "node", pod.Spec.NodeName)
+		// A pod deleted and created again under the same name: the old one's port goes now, not at the sweep.
+		if err := r.releaseNamesake(ctx, &pod, nn); err != nil {
+			log.Error(err, "Releasing the port of an earlier pod of the same name; the resync will retry")
+		}
 	}
 	hadPort := pod.Annotations[annotations.PodPort] != ""
 	if err := r.patch(ctx, &pod, &port, nn); err != nil {
@@ -105,7 +113,7 @@ func (r *Reconciler) patch(ctx context.Context, pod *corev1.Pod, port *neutron.P
 	if port == nil {
 		want, err = Annotations(nil, nil)
 	} else {
-		want, err = Annotations(port, nn.Subnet)
+		want, err = Annotations(port, nn)
 	}
 	if err != nil {
 		return err
@@ -146,8 +154,8 @@ func (r *Reconciler) releaseGone(ctx context.Context, namespace string) error {
 	var errs []error
 	for _, p := range r.Neutron.X.PortsOn(nn.Network.ID) {
 		o, _ := ownership.Parse(p.Tags)
-		if o.Kind != ownership.KindPod {
-			continue
+		if o.Kind != ownership.KindPod || !r.Neutron.X.Written(p.ID) && time.Since(later(p.CreatedAt, p.UpdatedAt)) < r.Grace {
+			continue // not this process's, and young: the sweep decides after the grace period
 		}
 		live, err := r.podExists(ctx, o.UID)
 		if err != nil || live {
@@ -161,6 +169,36 @@ func (r *Reconciler) releaseGone(ctx context.Context, namespace string) error {
 		klog.FromContext(ctx).V(2).Info("Deleted port of deleted pod", "port", p.ID, "podUID", o.UID)
 	}
 	return errors.Join(errs...)
+}
+
+// releaseNamesake releases the ports of earlier pods that had this pod's name: pod names are unique, so
+// such a pod is gone even if its delete event has not been handled yet.
+func (r *Reconciler) releaseNamesake(ctx context.Context, pod *corev1.Pod, nn *neutron.NamespaceNet) error {
+	name := pod.Namespace + "/" + pod.Name
+	var errs []error
+	for _, p := range r.Neutron.X.PortsOn(nn.Network.ID) {
+		o, _ := ownership.Parse(p.Tags)
+		if o.Kind != ownership.KindPod || o.Name != name || o.UID == string(pod.UID) {
+			continue
+		}
+		if live, err := r.podExists(ctx, o.UID); err != nil || live {
+			errs = append(errs, err)
+			continue
+		}
+		if _, err := r.Neutron.ReleasePorts(ctx, o.UID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Released the port of an earlier pod of the same name", "port", p.ID, "podUID", o.UID)
+	}
+	return errors.Join(errs...)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (r *Reconciler) podExists(ctx context.Context, uid string) (bool, error) {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/raven-net/raven/internal/controller"
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
@@ -41,7 +42,9 @@ func Sweep(c client.Reader, nm *neutron.Manager, lbc openstack.LoadBalancing, re
 			s := &svcs.Items[i]
 			live[string(s.UID)] = true
 			if Served(s) && s.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(s, annotations.ServiceFinalizer) && !hasLB[string(s.UID)] {
-				repairs <- event.GenericEvent{Object: s}
+				if !controller.Send(ctx, repairs, s) {
+					return ctx.Err()
+				}
 			}
 		}
 		var errs []error

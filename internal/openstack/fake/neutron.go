@@ -153,7 +153,7 @@ func (n *Neutron) CreateNetwork(_ context.Context, s openstack.NetworkSpec) (*op
 	if err := n.enter("CreateNetwork", true); err != nil {
 		return nil, err
 	}
-	x := &openstack.Network{ID: n.id("net"), Name: s.Name, Description: s.Description, Status: "ACTIVE", CreatedAt: n.Now()}
+	x := &openstack.Network{ID: n.id("net"), Name: s.Name, Description: s.Description, Status: "ACTIVE", MTU: 1442, CreatedAt: n.Now()}
 	n.Nets[x.ID] = x
 	c := *x
 	return &c, nil
@@ -452,6 +452,10 @@ func (n *Neutron) createPortLocked(s openstack.PortSpec) (*openstack.Port, error
 	x := &openstack.Port{ID: n.id("port"), Name: s.Name, NetworkID: s.NetworkID, MACAddress: fmt.Sprintf("fa:16:3e:00:%02x:%02x", n.seq>>8&0xff, n.seq&0xff),
 		FixedIPs: ips, Status: "DOWN", AdminStateUp: true, DeviceOwner: s.DeviceOwner, DeviceID: s.DeviceID, Description: s.Description,
 		SecurityGroups: []string{"default"}, CreatedAt: n.Now()}
+	if s.SecurityGroups != nil {
+		x.SecurityGroups = slices.Clone(s.SecurityGroups)
+	}
+	bind(x, s.HostID)
 	if n.Caps.TagsOnPortCreate {
 		x.Tags = slices.Clone(s.Tags)
 	}
@@ -508,8 +512,25 @@ func (n *Neutron) UpdatePort(_ context.Context, id string, u openstack.PortUpdat
 	if u.DeviceID != nil {
 		x.DeviceID = *u.DeviceID
 	}
+	if u.HostID != nil {
+		bind(x, *u.HostID)
+	}
+	if u.SecurityGroups != nil {
+		x.SecurityGroups = slices.Clone(*u.SecurityGroups)
+	}
+	x.UpdatedAt = n.Now()
 	c := *x
 	return &c, nil
+}
+
+// bind binds a port to a host as ML2/OVN does: vif_type ovs on a host, unbound without one.
+func bind(p *openstack.Port, host string) {
+	p.HostID = host
+	if host == "" {
+		p.VIFType, p.VIFDetails = "unbound", nil
+		return
+	}
+	p.VIFType, p.VIFDetails = "ovs", map[string]any{"port_filter": true, "connectivity": "l2"}
 }
 
 // DeletePort implements openstack.Networking.

@@ -1,0 +1,176 @@
+package neutron
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/openstack/fake"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// poolPort makes a free pool port of namespace ns in Neutron and the index.
+func poolPort(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet) openstack.Port {
+	t.Helper()
+	pool := ownership.Owner{Cluster: "c1", Kind: ownership.KindPool, Name: "ns"}
+	p, err := n.CreatePort(context.Background(), openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, Tags: pool.Tags()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.X.PutPort("c1", *p)
+	return *p
+}
+
+// ownedInNeutron says Neutron shows the port as the pod's: its name, its UID as device_id, its tags.
+func ownedInNeutron(n *fake.Neutron, id string, pod PodRef) bool {
+	n.Lock()
+	defer n.Unlock()
+	p, ok := n.Ports[id]
+	if !ok {
+		return false
+	}
+	o, _ := ownership.Parse(p.Tags)
+	return p.Name == pod.Name && p.DeviceID == pod.UID && o.Kind == ownership.KindPod && o.UID == pod.UID
+}
+
+func TestPoolClaimsAreNeverLost(t *testing.T) {
+	pod := PodRef{UID: "uid-1", Namespace: "ns", Name: "p", Node: "node-a"}
+	owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: pod.UID, Name: "ns/p"}
+	cases := []struct {
+		name string
+		// tagFailures makes the tag call fail this many times first.
+		tagFailures int
+		// restart builds a new index from Neutron after the claim, as a restarted Raven does.
+		restart bool
+	}{
+		{name: "a claim taken before the workers start is finished once they start"},
+		{name: "a claim whose tag call fails more often than any retry budget is finished when Neutron recovers", tagFailures: 15},
+		{name: "a claim Neutron records but whose tags never came is finished by a restarted Raven's resync", restart: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			n := fake.NewNeutron()
+			m, nn := setupNamespace(t, n)
+			m.P = &Pools{M: m, Cfg: PoolConfig{MinFree: 0, Max: 5, Batch: 1}, retry: time.Millisecond}
+			free := poolPort(t, n, m, nn)
+			if tc.tagFailures > 0 {
+				n.Fail("ReplaceTags", tc.tagFailures, serverError)
+			}
+			port, ok, err := m.P.Take(ctx, nn, pod, owner)
+			if err != nil || !ok || port.ID != free.ID {
+				t.Fatalf("Take = %s, %v, %v; want the free port", port.ID, ok, err)
+			}
+			if port.HostID != "node-a" {
+				t.Fatalf("the claimed port is bound to %q, want the pod's node", port.HostID)
+			}
+			if tc.restart {
+				// Raven stops here: a new process lists Neutron and offers the claims it finds.
+				m.P = &Pools{M: m, Cfg: m.P.Cfg, retry: time.Millisecond}
+				m.X = NewIndex()
+				snap, err := List(ctx, n, m.C)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.X.Replace("c1", snap)
+				if got := m.X.PortsOf(pod.UID); len(got) != 1 || got[0].ID != free.ID || m.X.FreeIn(nn.Network.ID) != 0 {
+					t.Fatalf("after a restart the claimed port is not the pod's (ports %v, free %d)", got, m.X.FreeIn(nn.Network.ID))
+				}
+				m.P.Offer(m.X.Claims())
+			}
+			m.P.Start(ctx, 2)
+			eventually(t, "Neutron shows the port as the pod's", func() bool { return ownedInNeutron(n, free.ID, pod) })
+			eventually(t, "no claim is pending", func() bool { return m.P.Pending() == 0 && len(m.X.Claims()) == 0 })
+		})
+	}
+}
+
+func TestATakeNeutronRefusesLeavesThePortInThePool(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m, nn := setupNamespace(t, n)
+	m.P = &Pools{M: m, Cfg: PoolConfig{Max: 5, Batch: 1}}
+	free := poolPort(t, n, m, nn)
+	n.Fail("UpdatePort", 1, serverError)
+	pod := PodRef{UID: "uid-1", Namespace: "ns", Name: "p", Node: "node-a"}
+	owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: pod.UID, Name: "ns/p"}
+	if _, _, err := m.P.Take(ctx, nn, pod, owner); err == nil {
+		t.Fatal("Take succeeded although Neutron refused the claim")
+	}
+	if m.X.FreeIn(nn.Network.ID) != 1 || len(m.X.PortsOf(pod.UID)) != 0 || len(m.X.Claims()) != 0 {
+		t.Fatal("a refused claim did not leave the port free in the pool")
+	}
+	port, ok, err := m.P.Take(ctx, nn, pod, owner)
+	if err != nil || !ok || port.ID != free.ID {
+		t.Fatalf("the retry did not take the same free port: %v %v", ok, err)
+	}
+}
+
+func TestRefill(t *testing.T) {
+	cases := []struct {
+		name         string
+		tagsOnCreate bool
+		wantFree     int
+	}{
+		{name: "a pool fills up to its low watermark", tagsOnCreate: true, wantFree: 3},
+		{name: "without tags on create no pool port is made, and refill stops at once", tagsOnCreate: false, wantFree: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			n := fake.NewNeutron()
+			n.Caps.TagsOnPortCreate = tc.tagsOnCreate
+			m, nn := setupNamespace(t, n)
+			m.C.Caps.TagsOnPortCreate = tc.tagsOnCreate
+			m.P = &Pools{M: m, Cfg: PoolConfig{MinFree: 3, Max: 5, Batch: 2}}
+			m.P.Start(ctx, 1)
+			m.P.Kick(nn)
+			eventually(t, "the refill ends", func() bool { return m.P.Refilling() == 0 })
+			if got := m.X.FreeIn(nn.Network.ID); got < tc.wantFree || got > 5 || tc.wantFree == 0 && got != 0 {
+				t.Fatalf("free ports %d, want at least %d and at most Max", got, tc.wantFree)
+			}
+			n.Lock()
+			defer n.Unlock()
+			for _, p := range n.Ports {
+				if o, _ := ownership.Parse(p.Tags); o.Kind != ownership.KindPool || p.HostID != "" {
+					t.Fatalf("pool port %s: tags %v, host %q; want pool tags and unbound", p.ID, p.Tags, p.HostID)
+				}
+			}
+		})
+	}
+}
+
+func TestAPortIsBoundToItsPodsNode(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m, nn := setupNamespace(t, n)
+	pod := PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}
+	port, _, err := m.EnsurePort(ctx, pod, nn, "")
+	if err != nil || port.HostID != "" {
+		t.Fatalf("an unscheduled pod's port: %v, host %q; want unbound", err, port.HostID)
+	}
+	pod.Node = "node-a"
+	port, _, err = m.EnsurePort(ctx, pod, nn, port.ID)
+	if err != nil || port.HostID != "node-a" || port.VIFType != "ovs" {
+		t.Fatalf("after scheduling: %v, host %q, vif %q; want bound to node-a", err, port.HostID, port.VIFType)
+	}
+	writes := n.Writes
+	if _, _, err = m.EnsurePort(ctx, pod, nn, port.ID); err != nil || n.Writes != writes {
+		t.Fatalf("a bound port was written again (%d writes, %v)", n.Writes-writes, err)
+	}
+}
