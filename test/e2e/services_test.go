@@ -238,20 +238,50 @@ func TestMembersFollowReplicas(t *testing.T) {
 		s.Spec.Ports = []corev1.ServicePort{{Port: 8080, TargetPort: intOrString(80)}}
 	})
 	waitMembers(t, ns, "scale", svc.UID, 3, 80)
+	// Raven changes members only through the pool's batch update (PUT /v2/lbaas/pools/ID/members), once per
+	// new set of ready endpoints: scaling up, endpoints only turn ready, so n-3 updates at most; scaling down,
+	// only leave. The counter is Raven's, for all Services: it is read once nothing else sends member updates.
 	isBatch := func(l string) bool { return strings.Contains(l, `operation="octavia member batch_update"`) }
-	isSingle := func(l string) bool { return strings.Contains(l, `operation="octavia member create"`) }
+	batches := func() float64 { return r.metric(t, "raven_openstack_request_duration_seconds_count", isBatch) }
+	failed := func() float64 { return r.metric(t, "raven_openstack_request_errors_total", isBatch) }
+	quiet := func() float64 {
+		t.Helper()
+		last := batches()
+		eventually(t, 30*time.Second, "no member updates for 2s", func() (bool, error) {
+			time.Sleep(2 * time.Second)
+			now := batches()
+			defer func() { last = now }()
+			return now == last, nil
+		})
+		return last
+	}
+	failedBefore := failed()
+	prev := 3
 	for _, n := range []int{10, 1} {
-		before := r.metric(t, "raven_openstack_request_duration_seconds_count", isBatch)
+		before := quiet()
 		scale(t, ns, "scale", n)
 		waitMembers(t, ns, "scale", svc.UID, n, 80)
-		batches := r.metric(t, "raven_openstack_request_duration_seconds_count", isBatch) - before
-		t.Logf("scaling to %d took %v batch member updates", n, batches)
-		if batches < 1 {
-			t.Errorf("no batch member update seen while scaling to %d", n)
+		sent := quiet() - before
+		changes := max(n-prev, prev-n)
+		t.Logf("scaling from %d to %d took %v batch member updates", prev, n, sent)
+		if sent < 1 || sent > float64(changes) {
+			t.Errorf("%v batch member updates while scaling from %d to %d, want 1 to %d (one per change of the ready set at most)", sent, prev, n, changes)
 		}
+		prev = n
 	}
-	if single := r.metric(t, "raven_openstack_request_duration_seconds_count", isSingle); single != 0 {
-		t.Errorf("%v single-member creates; members must change through the batch update", single)
+	// In sync, a reconcile of the Service sends no member update: poke it with a label and wait for the
+	// service controller to have reconciled since.
+	isService := func(l string) bool { return strings.Contains(l, `controller="service"`) }
+	before, reconciles := quiet(), r.metric(t, "controller_runtime_reconcile_total", isService)
+	patchService(t, ns, "scale", `{"metadata":{"labels":{"e2e-poke":"1"}}}`)
+	eventually(t, 30*time.Second, "a reconcile of the poked Service", func() (bool, error) {
+		return r.metric(t, "controller_runtime_reconcile_total", isService) > reconciles, nil
+	})
+	if sent := quiet() - before; sent != 0 {
+		t.Errorf("%v batch member updates for a Service in sync, want 0", sent)
+	}
+	if f := failed() - failedBefore; f != 0 {
+		t.Errorf("%v batch member updates failed", f)
 	}
 }
 
