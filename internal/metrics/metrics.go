@@ -20,6 +20,9 @@ type Metrics struct {
 	Swept *prometheus.CounterVec
 	// Writing is 1 once this replica has loaded its view of OpenStack and reconciles (it leads).
 	Writing prometheus.Gauge
+	// Resyncs counts finished resyncs (list, repair, sweep), failed or not: a test or an operator can wait
+	// for a window that contains a whole one.
+	Resyncs *prometheus.CounterVec
 }
 
 // New builds the collectors and registers them with reg (controller-runtime's registry when nil).
@@ -50,8 +53,12 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "raven_reconciling",
 			Help: "1 when this replica has loaded its view of OpenStack and reconciles (it holds the lease).",
 		}),
+		Resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "raven_resyncs_total",
+			Help: "Resyncs (OpenStack listed, drift repaired, orphans swept) that ran to their end, by result (ok, error).",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.PodPortLatency, m.OpenStackCalls, m.OpenStackErrors, m.Swept, m.Writing)
+	reg.MustRegister(m.PodPortLatency, m.OpenStackCalls, m.OpenStackErrors, m.Swept, m.Writing, m.Resyncs)
 	return m
 }
 

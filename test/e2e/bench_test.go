@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 var (
@@ -465,7 +465,8 @@ func TestBenchmark(t *testing.T) {
 		return r.metric(t, "raven_reconciling", nil) == 1, nil
 	})
 	ready := time.Since(coldStart).Seconds()
-	time.Sleep(5 * time.Second)
+	// The window holds the start-up load, the first resync and one whole periodic resync.
+	r.waitResyncs(t, 0, 2, 15*time.Minute)
 	ccalls, cwrites := r.openstackCalls(t)
 	_, rss, _ := procStat(t, r.cmd.Process.Pid)
 	res["coldstart.pods"] = len(pods.Items)

@@ -49,9 +49,11 @@ func report(t testing.TB, format string, args ...any) {
 }
 
 // checkInvariant is the check every fault scenario ends with, over the whole cluster: every live pod has
-// exactly one port, every annotation names an existing port with the same IP and MAC, no port, load
-// balancer or floating IP of this cluster belongs to an object that is gone, and every port Raven made
-// carries its tags. It retries until the timeout, then reports what is still wrong.
+// exactly one port, owned by that pod in Neutron (device_id, name and tags), its annotation names that port
+// with the same IP and MAC, and no port is announced by two pods; nothing of this cluster (pod, pool or VIP
+// port, namespace network or subnet, load balancer, floating IP, or an untagged object carrying Raven's
+// marker) belongs to an owner that is gone; and every port Raven made carries its cluster's tags. It retries
+// until the timeout (which covers the grace period), then reports what is still wrong.
 func checkInvariant(t testing.TB, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -68,86 +70,164 @@ func checkInvariant(t testing.TB, timeout time.Duration) time.Duration {
 	}
 }
 
-func invariantProblems(t testing.TB) []string {
-	ctx := context.Background()
-	var problems []string
+// clusterState is what the invariant reads, from Kubernetes and OpenStack.
+type clusterState struct {
+	pods              []corev1.Pod
+	livePods, liveSvc map[string]bool
+	liveNS            map[string]bool
+	ports             []openstack.Port
+	networks          []openstack.Network
+	subnets           []openstack.Subnet
+	fips              []openstack.FloatingIP
+	lbs               []openstack.LoadBalancer
+}
+
+func readClusterState(ctx context.Context) (*clusterState, error) {
+	s := &clusterState{livePods: map[string]bool{}, liveSvc: map[string]bool{}, liveNS: map[string]bool{}}
 	pods, err := env.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return []string{err.Error()}
+		return nil, err
+	}
+	s.pods = pods.Items
+	for _, p := range pods.Items {
+		s.livePods[string(p.UID)] = true
 	}
 	svcs, err := env.kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return []string{err.Error()}
+		return nil, err
 	}
-	all, err := env.os.Networking.ListPorts(ctx, openstack.Filter{})
+	for _, x := range svcs.Items {
+		s.liveSvc[string(x.UID)] = true
+	}
+	nss, err := env.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range nss.Items {
+		s.liveNS[string(x.UID)] = true
+	}
+	if s.ports, err = env.os.Networking.ListPorts(ctx, openstack.Filter{}); err != nil {
+		return nil, err
+	}
+	if s.networks, err = env.os.Networking.ListNetworks(ctx, openstack.Filter{}); err != nil {
+		return nil, err
+	}
+	if s.subnets, err = env.os.Networking.ListSubnets(ctx, openstack.Filter{}); err != nil {
+		return nil, err
+	}
+	if s.fips, err = env.os.Networking.ListFloatingIPs(ctx, openstack.Filter{}); err != nil {
+		return nil, err
+	}
+	s.lbs, err = env.os.LoadBalancing.ListLoadBalancers(ctx, ownership.Selector(env.cluster, ownership.KindService))
+	return s, err
+}
+
+func invariantProblems(t testing.TB) []string {
+	s, err := readClusterState(context.Background())
 	if err != nil {
 		return []string{err.Error()}
 	}
+	return append(s.portProblems(), s.ownerProblems()...)
+}
+
+// portProblems checks pods against their ports.
+func (s *clusterState) portProblems() []string {
+	var problems []string
 	byDevice := map[string][]openstack.Port{}
-	byID := map[string]openstack.Port{}
-	for _, p := range all {
-		byID[p.ID] = p
-		if strings.HasPrefix(p.DeviceOwner, "raven:") {
-			if !ownership.Owns(env.cluster, p.Tags) && !ownership.Owns("other", p.Tags) {
-				problems = append(problems, fmt.Sprintf("port %s (%s) made by Raven carries no cluster tag", p.ID, p.Name))
-			}
-			if o, _ := ownership.Parse(p.Tags); o.Cluster == env.cluster && o.Kind == ownership.KindPod {
-				byDevice[p.DeviceID] = append(byDevice[p.DeviceID], p)
-			}
+	for _, p := range s.ports {
+		if strings.HasPrefix(p.DeviceOwner, "raven:") && !ownership.Owns(env.cluster, p.Tags) && !ownership.Owns("other", p.Tags) {
+			problems = append(problems, fmt.Sprintf("port %s (%s) made by Raven carries no cluster tag", p.ID, p.Name))
+		}
+		if !ownership.Owns(env.cluster, p.Tags) || p.DeviceOwner != "raven:pod" {
+			continue
+		}
+		o, _ := ownership.Parse(p.Tags)
+		switch {
+		case o.Kind == ownership.KindPool && p.DeviceID != "":
+			problems = append(problems, fmt.Sprintf("port %s is claimed by %s (device_id) but still tagged as a free pool port", p.ID, p.DeviceID))
+		case o.Kind == ownership.KindPod && o.UID != p.DeviceID:
+			problems = append(problems, fmt.Sprintf("port %s: tags say pod %s, device_id says %q", p.ID, o.UID, p.DeviceID))
+		}
+		if p.DeviceID != "" {
+			byDevice[p.DeviceID] = append(byDevice[p.DeviceID], p)
 		}
 	}
-	live := map[string]bool{}
-	for _, p := range pods.Items {
-		live[string(p.UID)] = true
+	announced := map[string]string{}
+	for _, p := range s.pods {
 		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
+		id := p.Namespace + "/" + p.Name
 		ports := byDevice[string(p.UID)]
 		var ann annotations.Port
 		ok, derr := annotations.Decode(p.Annotations, annotations.PodPort, &ann)
-		switch {
-		case len(ports) > 1:
-			problems = append(problems, fmt.Sprintf("pod %s/%s has %d ports", p.Namespace, p.Name, len(ports)))
-		case !ok || derr != nil:
-			problems = append(problems, fmt.Sprintf("pod %s/%s has no valid port annotation", p.Namespace, p.Name))
-		case len(ports) == 0:
-			// A claimed pool port is the pod's once Neutron shows it; until then it is found by the annotation.
-			if _, exists := byID[ann.ID]; !exists {
-				problems = append(problems, fmt.Sprintf("pod %s/%s: annotated port %s does not exist", p.Namespace, p.Name, ann.ID))
+		if ok && derr == nil {
+			if other, dup := announced[ann.ID]; dup {
+				problems = append(problems, fmt.Sprintf("port %s is announced by pods %s and %s", ann.ID, other, id))
 			}
+			announced[ann.ID] = id
+		}
+		switch {
+		case len(ports) != 1:
+			problems = append(problems, fmt.Sprintf("pod %s has %d ports of its own in Neutron, want 1", id, len(ports)))
+		case !ok || derr != nil:
+			problems = append(problems, fmt.Sprintf("pod %s has no valid port annotation", id))
 		default:
 			q := ports[0]
-			if ann.ID != q.ID || ann.MACAddress != q.MACAddress || len(ann.FixedIPs) == 0 || ann.FixedIPs[0].IPAddress != q.FixedIPs[0].IPAddress {
-				problems = append(problems, fmt.Sprintf("pod %s/%s: annotation %s does not match port %s", p.Namespace, p.Name, ann.ID, q.ID))
+			if o, _ := ownership.Parse(q.Tags); o.Kind != ownership.KindPod || o.UID != string(p.UID) || q.Name != p.Name {
+				problems = append(problems, fmt.Sprintf("pod %s: port %s is not its own in Neutron (name %q, tags %v)", id, q.ID, q.Name, q.Tags))
+			}
+			if ann.ID != q.ID || ann.MACAddress != q.MACAddress || len(ann.FixedIPs) == 0 || len(q.FixedIPs) == 0 || ann.FixedIPs[0].IPAddress != q.FixedIPs[0].IPAddress {
+				problems = append(problems, fmt.Sprintf("pod %s: annotation %s does not match port %s", id, ann.ID, q.ID))
 			}
 		}
 	}
 	for dev, ports := range byDevice {
-		if !live[dev] {
+		if !s.livePods[dev] {
 			problems = append(problems, fmt.Sprintf("%d port(s) leaked for gone pod %s (%s)", len(ports), dev, ports[0].Name))
 		}
 	}
-	liveSvc := map[string]bool{}
-	for _, s := range svcs.Items {
-		liveSvc[string(s.UID)] = true
-	}
-	lbs, err := env.os.LoadBalancing.ListLoadBalancers(ctx, ownership.Selector(env.cluster, ownership.KindService))
-	if err != nil {
-		return append(problems, err.Error())
-	}
-	for _, lb := range lbs {
-		if o, _ := ownership.Parse(lb.Tags); !liveSvc[o.UID] {
-			problems = append(problems, fmt.Sprintf("load balancer %s leaked for gone service %s", lb.ID, o.Name))
+	return problems
+}
+
+// ownerProblems checks that every object of this cluster has a live owner, and that no untagged object
+// carries Raven's marker.
+func (s *clusterState) ownerProblems() []string {
+	var problems []string
+	marker := "raven " + "raven.cluster=" + env.cluster + " "
+	check := func(what, id, descr string, tags []string) {
+		o, ok := ownership.Parse(tags)
+		if !ok || o.Cluster != env.cluster {
+			if strings.HasPrefix(descr, marker) {
+				problems = append(problems, fmt.Sprintf("%s %s carries this cluster's marker but not its tags", what, id))
+			}
+			return
+		}
+		switch o.Kind {
+		case ownership.KindService:
+			if !s.liveSvc[o.UID] {
+				problems = append(problems, fmt.Sprintf("%s %s leaked for gone service %s", what, id, o.Name))
+			}
+		case ownership.KindNamespace:
+			if !s.liveNS[o.UID] {
+				problems = append(problems, fmt.Sprintf("%s %s leaked for gone namespace %s", what, id, o.Name))
+			}
 		}
 	}
-	fips, err := env.os.Networking.ListFloatingIPs(ctx, openstack.Filter{Tags: ownership.Selector(env.cluster, ownership.KindService)})
-	if err != nil {
-		return append(problems, err.Error())
+	for _, p := range s.ports {
+		check("port", p.ID, p.Description, p.Tags)
 	}
-	for _, f := range fips {
-		if o, _ := ownership.Parse(f.Tags); !liveSvc[o.UID] {
-			problems = append(problems, fmt.Sprintf("floating IP %s leaked for gone service %s", f.FloatingIP, o.Name))
-		}
+	for _, n := range s.networks {
+		check("network", n.ID, n.Description, n.Tags)
+	}
+	for _, n := range s.subnets {
+		check("subnet", n.ID, n.Description, n.Tags)
+	}
+	for _, f := range s.fips {
+		check("floating IP", f.FloatingIP, f.Description, f.Tags)
+	}
+	for _, lb := range s.lbs {
+		check("load balancer", lb.ID, "", lb.Tags)
 	}
 	return problems
 }
@@ -394,7 +474,13 @@ func TestChaosForeignObjectsUntouched(t *testing.T) {
 		_ = env.os.Networking.DeletePort(context.Background(), foreign.ID)
 		_ = env.os.Networking.DeletePort(context.Background(), user.ID)
 	})
-	time.Sleep(8 * time.Second) // more than two resyncs and the orphan grace period
+	// Two whole resyncs after the foreign ports exist, the later one past the orphan grace period: had Raven
+	// wanted to sweep them, it would have.
+	made := time.Now()
+	from := env.raven.resyncs(t)
+	eventually(t, time.Minute, "two whole resyncs past the orphan grace period", func() (bool, error) {
+		return env.raven.resyncs(t) >= from+3 && time.Since(made) > 2*time.Second, nil
+	})
 	if err := env.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -368,6 +368,16 @@ func (r *Raven) metric(t testing.TB, name string, match func(labels string) bool
 	return sum
 }
 
+// resyncs is the number of resyncs Raven has finished.
+func (r *Raven) resyncs(t testing.TB) float64 { return r.metric(t, "raven_resyncs_total", nil) }
+
+// waitResyncs waits until Raven has finished n more resyncs than it had at from: a window that holds n-1
+// whole resyncs at least (the first may have been under way at from).
+func (r *Raven) waitResyncs(t testing.TB, from float64, n int, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, fmt.Sprintf("%d more resyncs", n), func() (bool, error) { return r.resyncs(t) >= from+float64(n), nil })
+}
+
 // neutronCalls returns the OpenStack requests Raven made so far, all of them and the writes.
 func (r *Raven) openstackCalls(t testing.TB) (calls, writes float64) {
 	t.Helper()

@@ -282,8 +282,8 @@ func TestRestartInSyncMakesNoNeutronWrite(t *testing.T) {
 
 	env.raven.stop()
 	r := startRaven(t, ravenOpts{})
-	// Give the start-up load, the first resync and every reconcile time to run.
-	time.Sleep(5 * time.Second)
+	// The window holds the start-up load, the first resync (right after it) and one whole periodic resync.
+	r.waitResyncs(t, 0, 2, time.Minute)
 	calls, writes := r.openstackCalls(t)
 	namespaces, err := env.kube.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
 	if err != nil {

@@ -84,8 +84,16 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	// The first sweep runs right away: a pod deleted while Raven was stopped loses its port now.
 	first := true
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if err := s.Resync(ctx, time.Now(), !first); err != nil {
+		err := s.Resync(ctx, time.Now(), !first)
+		if err != nil {
 			log.Error(err, "Resync failed; will retry at the next period")
+		}
+		if s.Metrics != nil {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			s.Metrics.Resyncs.WithLabelValues(result).Inc()
 		}
 		first = false
 	}, s.Options.ResyncPeriod.Duration)
