@@ -70,33 +70,42 @@ func (s *Server) Handle(ctx context.Context, req wire.Request) wire.Response {
 	start := time.Now()
 
 	var resp wire.Response
-	conf, err := wire.ParseNetConf(req.Config)
-	if err == nil {
-		switch req.Command {
-		case "ADD":
-			resp.Result, err = s.add(ctx, req, conf)
-		case "DEL":
-			err = s.del(ctx, req)
-		case "CHECK":
-			err = s.check(ctx, req)
-		case "GC":
-			err = s.gc(ctx, conf)
-		case "STATUS":
-			err = s.status(ctx)
-		default:
-			err = types.NewError(types.ErrInvalidEnvironmentVariables, fmt.Sprintf("unknown CNI command %q", req.Command), "")
-		}
-	} else {
-		err = types.NewError(types.ErrDecodingFailure, err.Error(), "")
-	}
-	if err != nil {
+	var err error
+	resp.Result, err = s.dispatch(ctx, req)
+	switch {
+	case err != nil && req.Command == "ADD":
+		// fail has logged it with its reason, and posted the event.
 		resp.Error = asCNIError(err)
-		logger.V(2).Info("CNI request failed", "code", resp.Error.Code, "err", err, "duration", time.Since(start))
-	} else {
+		logger.V(2).Info("CNI request failed", "code", resp.Error.Code, "duration", time.Since(start))
+	case err != nil:
+		resp.Error = asCNIError(err)
+		logger.Error(err, "CNI request failed", "code", resp.Error.Code, "duration", time.Since(start))
+	default:
 		logger.V(2).Info("CNI request done", "duration", time.Since(start))
 	}
 	s.cfg.Metrics.observe(req.Command, err, time.Since(start))
 	return resp
+}
+
+// dispatch runs the request's verb; only ADD has a result.
+func (s *Server) dispatch(ctx context.Context, req wire.Request) (json.RawMessage, error) {
+	conf, err := wire.ParseNetConf(req.Config)
+	if err != nil {
+		return nil, types.NewError(types.ErrDecodingFailure, err.Error(), "")
+	}
+	switch req.Command {
+	case "ADD":
+		return s.add(ctx, req, conf)
+	case "DEL":
+		return nil, s.del(ctx, req)
+	case "CHECK":
+		return nil, s.check(ctx, req)
+	case "GC":
+		return nil, s.gc(ctx, conf)
+	case "STATUS":
+		return nil, s.status(ctx)
+	}
+	return nil, types.NewError(types.ErrInvalidEnvironmentVariables, fmt.Sprintf("unknown CNI command %q", req.Command), "")
 }
 
 // asCNIError keeps a types.Error found in err's chain (with err's full message) or makes an internal one.
