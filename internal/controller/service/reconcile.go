@@ -144,6 +144,9 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	}
 	if lb.ProvisioningStatus != "ACTIVE" {
 		log.V(3).Info("Load balancer not active yet", "loadBalancer", lb.ID, "status", lb.ProvisioningStatus)
+		if err := r.announceStatus(ctx, svc, lb.ProvisioningStatus); err != nil {
+			return reconcile.Result{}, err
+		}
 		since, stuck := Stuck(lb, time.Now())
 		if stuck {
 			r.warn(svc, "LoadBalancerStuck", "waiting for Octavia", fmt.Errorf("load balancer %s has been %s since %s; Octavia must finish or reset it before Raven can change it",
@@ -514,6 +517,21 @@ func (r *Reconciler) patchStatus(ctx context.Context, svc *corev1.Service, fip *
 		return err
 	}
 	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, svc, client.RawPatch(types.MergePatchType, body), client.FieldOwner(annotations.FieldManager)))
+}
+
+// announceStatus writes the load balancer's provisioning status into an existing VIP annotation when it
+// changed, so that the annotation shows the last status Raven saw (PENDING_* while Octavia works).
+func (r *Reconciler) announceStatus(ctx context.Context, svc *corev1.Service, status string) error {
+	var v annotations.VIP
+	if ok, err := annotations.Decode(svc.Annotations, annotations.ServiceVIP, &v); !ok || err != nil || v.ProvisioningStatus == status {
+		return nil // not announced yet (or unreadable: the next full write replaces it)
+	}
+	v.ProvisioningStatus = status
+	enc, err := annotations.Encode(v)
+	if err != nil {
+		return err
+	}
+	return r.patchAnnotations(ctx, svc, map[string]*string{annotations.ServiceVIP: &enc})
 }
 
 func (r *Reconciler) patchAnnotations(ctx context.Context, svc *corev1.Service, want map[string]*string) error {
