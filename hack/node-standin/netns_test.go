@@ -22,7 +22,13 @@ func TestNamedNetns(t *testing.T) {
 	if err := ns.IsNSorErr(path); err != nil {
 		t.Fatalf("%s is not a network namespace: %v", path, err)
 	}
-	host, err := os.Readlink("/proc/self/ns/net")
+	// Read on a thread of this test, not /proc/self: the main thread may have made a namespace of its own
+	// before (the runtime parks a locked main thread instead of ending it).
+	var host string
+	err = ns.WithNetNSPath("/proc/thread-self/ns/net", func(ns.NetNS) error {
+		host, err = os.Readlink("/proc/thread-self/ns/net")
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
