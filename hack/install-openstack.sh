@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
-# Installs Neutron and Octavia (and Keystone when STACK_KEYSTONE=1) from Debian packages when missing.
-# Library packages only: no services are started, no /etc files are written.
+# Installs Neutron, Octavia, Open vSwitch + OVN (and Keystone when STACK_KEYSTONE=1) from Debian packages when
+# missing. Library packages and binaries only: no services are started (policy-rc.d), no /etc files are written
+# by this script (the Open vSwitch postinst creates an unused /etc/openvswitch/conf.db).
 set -euo pipefail
 
 log() { printf '[install-openstack %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-pkgs=(python3-neutron python3-octavia python3-ovn-octavia-provider openvswitch-switch ovn-central ovn-host sqlite3 openssl curl jq iproute2 procps)
-[[ ${STACK_KEYSTONE:-0} == 1 ]] && pkgs+=(python3-keystone)
+# "what it is: packages", so that the progress line can say what is being installed.
+groups=(
+  "Neutron and Octavia: python3-neutron python3-octavia python3-ovn-octavia-provider"
+  "Open vSwitch and OVN (the datapath): openvswitch-switch ovn-central ovn-host ethtool"
+  "tools: sqlite3 openssl curl jq iproute2 procps iputils-ping"
+)
+[[ ${STACK_KEYSTONE:-0} == 1 ]] && groups+=("Keystone: python3-keystone")
 
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+missing=() what=()
+for g in "${groups[@]}"; do
+  gm=()
+  for p in ${g#*: }; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || gm+=("$p")
+  done
+  ((${#gm[@]} == 0)) && continue
+  missing+=("${gm[@]}")
+  what+=("${g%%: *} (${gm[*]})")
 done
 if ((${#missing[@]} == 0)); then
   log "all packages present"
@@ -19,7 +31,8 @@ fi
 
 SUDO=()
 ((EUID != 0)) && SUDO=(sudo)
-log "installing ${missing[*]} with apt (about 2 min on a fresh machine)"
+log "installing with apt (about 2-4 min on a fresh machine):"
+for w in "${what[@]}"; do log "  $w"; done
 start=$SECONDS
 # Keep Debian from starting daemons during the install.
 if [[ ! -e /usr/sbin/policy-rc.d ]]; then

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # The local stack Raven is developed and tested against, all on 127.0.0.1:
 #   etcd + kube-apiserver + kube-controller-manager (built from the Go module proxy, cached),
-#   Neutron (ML2/vxlan, router, security groups, tags) and Octavia (amphora provider, noop drivers) from Debian,
-#   Keystone when STACK_KEYSTONE=1, and the node stand-in that plays the kubelet's part.
+#   Open vSwitch (userspace datapath) + OVN with this machine as the one chassis, an "outside" network namespace
+#   on br-ex that stands in for the world beyond the cloud,
+#   Neutron (ML2/OVN, router, security groups, tags) and Octavia (amphora provider, noop drivers) from Debian,
+#   Keystone when STACK_KEYSTONE=1, and the node stand-in that plays the kubelet's part
+#   (with raven-node and the raven-cni plugin when STACK_CNI=1).
 #
 # Usage: hack/stack.sh up | down | status | stop-service NAME | start-service NAME
 # State lives in $STACK_DIR (default .stack/ in the repository); .stack/env is shell-sourceable.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-STACK_DIR=${STACK_DIR:-$REPO/.stack}
+STACK_DIR=$(realpath -m "${STACK_DIR:-$REPO/.stack}")
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
 CACHE_ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/raven
 PY=/usr/bin/python3
@@ -17,17 +20,46 @@ CLUSTER_ID=${RAVEN_CLUSTER_ID:-local}
 NODE_NAME=${STACK_NODE_NAME:-standin-node}
 export GOTOOLCHAIN=local
 
+# Open vSwitch and OVN: every daemon and every CLI call finds its sockets, pidfiles and databases here, never in
+# /var/run or /etc. The databases live on tmpfs with the rest of the state.
+export OVS_RUNDIR=$STACK_DIR/ovs OVS_LOGDIR=$STACK_DIR/logs OVS_DBDIR=$STACK_DIR/state/ovs OVN_RUNDIR=$STACK_DIR/ovn
+OVS_DB=unix:$OVS_RUNDIR/db.sock
+OVN_NB=unix:$OVN_RUNDIR/ovnnb_db.sock
+OVN_SB=unix:$OVN_RUNDIR/ovnsb_db.sock
+vsctl() { ovs-vsctl --db="$OVS_DB" --timeout=20 "$@"; }
+EXT_CIDR=172.24.4.0/24 EXT_GW=172.24.4.1
+CHASSIS_NS="" OUTSIDE_NS=""
+
 log() { printf '[stack %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-# alive PIDFILE: the process runs (a zombie left by a parent that does not reap does not count).
+# starttime PID: when the process started, in clock ticks since boot (field 22 of /proc/PID/stat).
+starttime() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+
+# ours PIDFILE: the PID in PIDFILE is still the process this stack started, not a later one that reused the PID
+# (a stale pidfile after a crash): its start time is the one recorded when it was started, or, for a pidfile
+# without one, its command line names the program recorded in cmds/.
+ours() {
+  local pid=$(<"$1") want name=$(basename "$1" .pid)
+  [[ -r /proc/$pid/cmdline ]] || return 1
+  if [[ -f ${1%.pid}.start ]]; then
+    want=$(<"${1%.pid}.start")
+    [[ $(starttime "$pid") == "$want" ]]
+  else
+    local prog
+    prog=$(awk '{print $1}' "$STACK_DIR/cmds/$name" 2>/dev/null) || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$(basename "$prog")"
+  fi
+}
+
+# alive PIDFILE: the process runs and is ours (a zombie left by a parent that does not reap does not count).
 alive() {
   [[ -f $1 ]] || return 1
   local pid state
   pid=$(cat "$1")
   kill -0 "$pid" 2>/dev/null || return 1
   state=$(ps -o stat= -p "$pid" 2>/dev/null) || return 1
-  [[ $state != Z* ]]
+  [[ $state != Z* ]] && ours "$1"
 }
 
 is_up() {
@@ -59,12 +91,14 @@ start() {
   printf '%q ' "$@" >"$STACK_DIR/cmds/$name"
   setsid "$@" >>"$STACK_DIR/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$STACK_DIR/pids/$name.pid"
+  starttime $! >"$STACK_DIR/pids/$name.start"
 }
 
 # stop_service NAME: stops one service of the running stack (for fault-injection tests).
 stop_service() {
   local f=$STACK_DIR/pids/$1.pid pid
   [[ -f $f ]] || die "no service $1"
+  alive "$f" || { log "$1 does not run"; return 0; }
   pid=$(cat "$f")
   kill -TERM -- "-$pid" 2>/dev/null || true
   for _ in $(seq 100); do alive "$f" || break; sleep 0.1; done
@@ -107,6 +141,151 @@ cached_schema() { # name script
   echo "$f"
 }
 
+# --- Open vSwitch + OVN -------------------------------------------------------------------------------------
+# The datapath (ovs-vswitchd's taps ovs-netdev, br-int and br-ex, and every veth plugged into them) lives in the
+# root network namespace, where a node's CNI plugin expects it. Their names are fixed, so only one stack at a
+# time can have it there; another stack on the same machine (the e2e tests' Keystone stack) runs its
+# ovs-vswitchd in a network namespace of its own, raven-node-<tag>. Creating the namespace raven-outside is the
+# claim on the root one (it fails when it exists). Every namespace the stack creates is listed in $STACK_DIR/netns.
+choose_datapath_netns() {
+  CHASSIS_NS="" OUTSIDE_NS=raven-outside
+  local l busy=""
+  for l in ovs-netdev br-int br-ex raven-ext0; do
+    ip link show "$l" >/dev/null 2>&1 && busy+=" $l"
+  done
+  if [[ -z $busy ]] && ip netns add "$OUTSIDE_NS" 2>/dev/null; then
+    echo "$OUTSIDE_NS" >>"$STACK_DIR/netns"
+    echo root >"$STACK_DIR/datapath"
+    return
+  fi
+  [[ -n $busy ]] || busy=" netns $OUTSIDE_NS"
+  local tag
+  tag=$(printf %s "$STACK_DIR" | sha1sum | cut -c1-6)
+  CHASSIS_NS=raven-node-$tag OUTSIDE_NS=raven-outside-$tag
+  log "the root network namespace's datapath is taken (${busy# }: another stack, or leftovers of one); this stack's goes into netns $CHASSIS_NS"
+  local ns
+  for ns in "$CHASSIS_NS" "$OUTSIDE_NS"; do
+    # A namespace of this name can only be a leftover of a stack in this same $STACK_DIR.
+    ip netns del "$ns" 2>/dev/null || true
+    ip netns add "$ns"
+    echo "$ns" >>"$STACK_DIR/netns"
+  done
+  ip -n "$CHASSIS_NS" link set lo up
+  echo "$CHASSIS_NS" >"$STACK_DIR/datapath"
+}
+
+# ipch ARGS...: ip in the namespace that holds this stack's datapath.
+ipch() {
+  if [[ -n $CHASSIS_NS ]]; then ip -n "$CHASSIS_NS" "$@"; else ip "$@"; fi
+}
+
+# start_ovsdbs NB-PORT SB-PORT: the Open_vSwitch database and the OVN northbound and southbound databases. Local
+# tools use unix sockets; Neutron reaches NB and SB over TCP, served from each database's Connection table so
+# that the inactivity probe can be 60 s (busy Python clients miss the default 5 s probe and get dropped).
+start_ovsdbs() {
+  local nbp=$1 sbp=$2
+  ovsdb-tool create "$OVS_DBDIR/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+  ovsdb-tool create "$OVS_DBDIR/ovnnb_db.db" /usr/share/ovn/ovn-nb.ovsschema
+  ovsdb-tool create "$OVS_DBDIR/ovnsb_db.db" /usr/share/ovn/ovn-sb.ovsschema
+  start ovsdb-server ovsdb-server "$OVS_DBDIR/conf.db" --remote="p$OVS_DB" \
+    --pidfile="$OVS_RUNDIR/ovsdb-server.pid" --log-file="$STACK_DIR/logs/ovsdb-server.log" -vconsole:off -vsyslog:off --no-chdir
+  start ovsdb-server-nb ovsdb-server "$OVS_DBDIR/ovnnb_db.db" --remote="p$OVN_NB" --remote=db:OVN_Northbound,NB_Global,connections \
+    --pidfile="$OVN_RUNDIR/ovnnb_db.pid" --unixctl="$OVN_RUNDIR/ovnnb_db.ctl" \
+    --log-file="$STACK_DIR/logs/ovsdb-server-nb.log" -vconsole:off -vsyslog:off --no-chdir
+  start ovsdb-server-sb ovsdb-server "$OVS_DBDIR/ovnsb_db.db" --remote="p$OVN_SB" --remote=db:OVN_Southbound,SB_Global,connections \
+    --pidfile="$OVN_RUNDIR/ovnsb_db.pid" --unixctl="$OVN_RUNDIR/ovnsb_db.ctl" \
+    --log-file="$STACK_DIR/logs/ovsdb-server-sb.log" -vconsole:off -vsyslog:off --no-chdir
+  wait_for ovsdb-server-nb 20 ovn-nbctl --db="$OVN_NB" --no-wait init -- --id=@c create Connection \
+    target="\"ptcp:$nbp:127.0.0.1\"" inactivity_probe=60000 -- set NB_Global . connections=@c
+  wait_for ovsdb-server-sb 20 ovn-sbctl --db="$OVN_SB" init -- --id=@c create Connection \
+    target="\"ptcp:$sbp:127.0.0.1\"" inactivity_probe=60000 -- set SB_Global . connections=@c
+  # The chassis: its name is the node's, so that Neutron binds ports whose binding:host_id is the node name.
+  # No userspace TSO: the CNI turns tx checksum offload off in each pod, which also works across chassis.
+  wait_for ovsdb-server 20 vsctl --no-wait init
+  vsctl --no-wait set Open_vSwitch . external_ids:system-id="$NODE_NAME" external_ids:hostname="$NODE_NAME" \
+    external_ids:ovn-remote="$OVN_SB" external_ids:ovn-encap-type=geneve external_ids:ovn-encap-ip=127.0.0.1 \
+    external_ids:ovn-bridge=br-int external_ids:ovn-bridge-datapath-type=netdev \
+    external_ids:ovn-bridge-mappings=public:br-ex external_ids:ovn-cms-options=enable-chassis-as-gw
+  # No openvswitch kernel module here: every bridge uses the userspace datapath (netdev).
+  vsctl --no-wait -- add-br br-int -- set Bridge br-int datapath_type=netdev fail-mode=secure \
+    other_config:disable-in-band=true -- add-br br-ex -- set Bridge br-ex datapath_type=netdev
+}
+
+# start_chassis: ovs-vswitchd (in the datapath's namespace), ovn-northd, ovn-controller, and the outside
+# namespace on br-ex: veth raven-ext0 <-> eth0 with the external subnet's gateway address.
+start_chassis() {
+  local -a nsexec=()
+  [[ -n $CHASSIS_NS ]] && nsexec=(ip netns exec "$CHASSIS_NS")
+  # --monitor restarts it after a crash (OVS 3.1's userspace conntrack has an assertion that can fire).
+  start ovs-vswitchd "${nsexec[@]}" ovs-vswitchd "$OVS_DB" --monitor --pidfile="$OVS_RUNDIR/ovs-vswitchd.pid" \
+    --log-file="$STACK_DIR/logs/ovs-vswitchd.log" -vconsole:off -vsyslog:off --no-chdir
+  start ovn-northd ovn-northd --ovnnb-db="$OVN_NB" --ovnsb-db="$OVN_SB" --pidfile="$OVN_RUNDIR/ovn-northd.pid" \
+    --log-file="$STACK_DIR/logs/ovn-northd.log" -vconsole:off -vsyslog:off --no-chdir
+  # ovn-controller has no --unixctl: its control socket is $OVN_RUNDIR/ovn-controller.<pid>.ctl.
+  start ovn-controller ovn-controller "$OVS_DB" --pidfile="$OVN_RUNDIR/ovn-controller.pid" \
+    --log-file="$STACK_DIR/logs/ovn-controller.log" -vconsole:off -vsyslog:off --no-chdir
+  wait_for ovs-vswitchd 30 ipch link show br-ex
+  ipch link add raven-ext0 type veth peer name eth0 netns "$OUTSIDE_NS"
+  ip -n "$OUTSIDE_NS" addr add "$EXT_GW/${EXT_CIDR#*/}" dev eth0
+  ip -n "$OUTSIDE_NS" link set eth0 up
+  ip -n "$OUTSIDE_NS" link set lo up
+  # The userspace datapath never fills in a partial checksum: without this, ping works and TCP does not.
+  ip netns exec "$OUTSIDE_NS" ethtool -K eth0 tx off >/dev/null
+  ipch link set raven-ext0 up
+  vsctl add-port br-ex raven-ext0
+}
+
+chassis_registered() {
+  [[ -n $(ovn-sbctl --db="$OVN_SB" --timeout=5 --bare --columns=name find Chassis name="$NODE_NAME") ]]
+}
+
+# stop_datapath: with ovn-controller already stopped (it would create br-int again), deletes the namespaces of the
+# pods plugged into this stack's bridges and every namespace in $STACK_DIR/netns, the bridges, then stops
+# ovs-vswitchd with --cleanup so that its persistent taps go too. After a crash of ovs-vswitchd, it deletes
+# those taps itself, if this stack's datapath was the root namespace's.
+stop_datapath() {
+  local where="" ns p id
+  [[ -f $STACK_DIR/datapath ]] || return 0
+  where=$(<"$STACK_DIR/datapath")
+  CHASSIS_NS=""
+  [[ $where != root ]] && CHASSIS_NS=$where
+  local -a netns=()
+  if alive "$STACK_DIR/pids/ovsdb-server.pid"; then
+    # A pod's host-side veth is a port of br-int; its peer's namespace is the pod's.
+    local ids
+    ids=$(ipch -j netns list-id 2>/dev/null || echo '[]')
+    for p in $(vsctl list-ports br-int 2>/dev/null); do
+      id=$(ipch -j -d link show dev "$p" 2>/dev/null | jq -r '.[0].link_netnsid // empty' 2>/dev/null) || continue
+      [[ -n $id ]] || continue
+      ns=$(jq -r --argjson id "$id" '.[] | select(.nsid == $id) | .name // empty' <<<"$ids")
+      [[ -n $ns ]] && netns+=("$ns")
+    done
+  fi
+  [[ -f $STACK_DIR/netns ]] && mapfile -t -O "${#netns[@]}" netns <"$STACK_DIR/netns"
+  for ns in "${netns[@]}"; do
+    [[ -n $ns && $ns != "$CHASSIS_NS" ]] || continue
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  if alive "$STACK_DIR/pids/ovsdb-server.pid"; then
+    vsctl --if-exists del-br br-int -- --if-exists del-br br-ex >/dev/null 2>&1 || true
+  fi
+  if alive "$STACK_DIR/pids/ovs-vswitchd.pid"; then
+    ovs-appctl --timeout=10 -t ovs-vswitchd exit --cleanup >/dev/null 2>&1 || true
+    for _ in $(seq 50); do alive "$STACK_DIR/pids/ovs-vswitchd.pid" || break; sleep 0.1; done
+  fi
+  if [[ -n $CHASSIS_NS ]]; then
+    # Its taps and veths go with it once ovs-vswitchd is gone.
+    alive "$STACK_DIR/pids/ovs-vswitchd.pid" && terminate ovs-vswitchd
+    ip netns del "$CHASSIS_NS" 2>/dev/null || true
+  elif ! alive "$STACK_DIR/pids/ovs-vswitchd.pid"; then
+    for p in ovs-netdev br-int br-ex; do
+      ip -d link show dev "$p" 2>/dev/null | grep -q ' tun type tap ' && ip link del "$p" 2>/dev/null
+    done
+    ip link del raven-ext0 2>/dev/null || true
+  fi
+  return 0
+}
+
 up() {
   if is_up; then
     log "already running (. $STACK_DIR/env)"
@@ -114,34 +293,46 @@ up() {
   fi
   [[ -d $STACK_DIR ]] && down_quiet
   local t0=$SECONDS
-  local bins
+  local bins cni=${STACK_CNI:-0}
   bins=$("$REPO/hack/build-k8s.sh")
   "$REPO/hack/install-openstack.sh"
 
   rm -rf "$STACK_DIR"
-  mkdir -p "$STACK_DIR"/{pids,logs,pki,bin,neutron,octavia/certs/store,kcm-certs}
+  mkdir -p "$STACK_DIR"/{pids,logs,pki,bin,neutron,octavia/certs/store,kcm-certs} "$OVS_RUNDIR" "$OVN_RUNDIR"
   local shm=/dev/shm/raven-stack-$$-$RANDOM
   mkdir -p "$shm" && echo "$shm" >"$STACK_DIR/shm"
   ln -s "$shm" "$STACK_DIR/state"
+  mkdir -p "$OVS_DBDIR"
+  choose_datapath_netns
+  if [[ $cni == 1 && -n $CHASSIS_NS ]]; then
+    log "WARNING: STACK_CNI=1 ignored: another stack holds the root network namespace's datapath, so this one's is in $CHASSIS_NS, where raven-node (which needs 127.0.0.1) cannot run"
+    cni=0
+  fi
 
-  local EP PP AP KP NP OP KSP
+  local EP PP AP KP NP OP KSP NBP SBP
   EP=$(freeport); PP=$(freeport); AP=$(freeport); KP=$(freeport); NP=$(freeport); OP=$(freeport); KSP=$(freeport)
+  NBP=$(freeport); SBP=$(freeport)
   RAVEN_METRICS=127.0.0.1:$(freeport); RAVEN_HEALTH=127.0.0.1:$(freeport)
-  local ports="$EP $PP $AP $KP $NP $OP"
+  local ports="$EP $PP $AP $KP $NP $OP $NBP $SBP"
   [[ ${STACK_KEYSTONE:-0} == 1 ]] && ports+=" $KSP"
   echo "$ports" >"$STACK_DIR/ports"
 
-  log "starting etcd, Neutron and Octavia"
+  log "starting etcd and the OVN databases"
   start etcd "$bins/etcd" --name=raven --data-dir="$STACK_DIR/state/etcd" \
     --listen-client-urls="http://127.0.0.1:$EP" --advertise-client-urls="http://127.0.0.1:$EP" \
     --listen-peer-urls="http://127.0.0.1:$PP" --initial-advertise-peer-urls="http://127.0.0.1:$PP" \
     --initial-cluster="raven=http://127.0.0.1:$PP" --unsafe-no-fsync --log-level=warn --listen-metrics-urls=""
+  start_ovsdbs "$NBP" "$SBP"
 
+  log "starting Neutron (ML2/OVN) and Octavia"
   local auth=noauth
   [[ ${STACK_KEYSTONE:-0} == 1 ]] && auth=keystone
   [[ $auth == keystone ]] && start_keystone "$KSP"
-  start_neutron "$NP" "$auth" "$KSP"
+  start_neutron "$NP" "$auth" "$KSP" "$NBP" "$SBP"
   start_octavia "$OP" "$auth" "$KSP"
+
+  log "starting Open vSwitch, ovn-northd and ovn-controller (chassis $NODE_NAME)"
+  start_chassis
 
   wait_for etcd 30 curl -sf "http://127.0.0.1:$EP/health"
   log "starting kube-apiserver"
@@ -181,13 +372,14 @@ up() {
     keystone_bootstrap "$KSP" "$NP" "$OP"
     hdr=(-H "X-Auth-Token: $(keystone_token "$KSP" admin secret admin)")
   fi
-  log "creating the operator's external network 'public' (172.24.4.0/24)"
+  wait_for ovn-controller 30 chassis_registered
+  log "creating the operator's external network 'public' ($EXT_CIDR, flat on br-ex)"
   local net
   net=$(curl -sf "${hdr[@]}" -H 'Content-Type: application/json' -X POST "$NEUTRON_URL/v2.0/networks" \
     -d '{"network":{"name":"public","router:external":true,"provider:network_type":"flat","provider:physical_network":"public","shared":false}}' |
     jq -r .network.id)
   curl -sf "${hdr[@]}" -H 'Content-Type: application/json' -X POST "$NEUTRON_URL/v2.0/subnets" \
-    -d "{\"subnet\":{\"name\":\"public-subnet\",\"network_id\":\"$net\",\"ip_version\":4,\"cidr\":\"172.24.4.0/24\",\"gateway_ip\":\"172.24.4.1\",\"enable_dhcp\":false}}" >/dev/null
+    -d "{\"subnet\":{\"name\":\"public-subnet\",\"network_id\":\"$net\",\"ip_version\":4,\"cidr\":\"$EXT_CIDR\",\"gateway_ip\":\"$EXT_GW\",\"enable_dhcp\":false}}" >/dev/null
 
   write_openstack_config "$auth" "$NEUTRON_URL" "$OCTAVIA_URL" "$KSP"
   write_raven_config
@@ -206,14 +398,37 @@ export STACK_NODE_NAME=$NODE_NAME
 export STACK_UNPRIVILEGED_KUBECONFIG=$STACK_DIR/kubeconfig-unprivileged
 export RAVEN_METRICS_ADDR=$RAVEN_METRICS
 export RAVEN_HEALTH_ADDR=$RAVEN_HEALTH
+export OVS_RUNDIR=$OVS_RUNDIR
+export OVN_RUNDIR=$OVN_RUNDIR
+export STACK_OVS_DB=$OVS_DB
+export OVN_NB_DB=$OVN_NB
+export OVN_SB_DB=$OVN_SB
+export STACK_OVN_NB_TCP=tcp:127.0.0.1:$NBP
+export STACK_OVN_SB_TCP=tcp:127.0.0.1:$SBP
+export STACK_NODE_NETNS=$CHASSIS_NS
+export STACK_OUTSIDE_NETNS=$OUTSIDE_NS
+export STACK_EXTERNAL_GATEWAY=$EXT_GW
+export STACK_NETNS_FILE=$STACK_DIR/netns
+export STACK_CNI=$cni
 ENV
   if [[ $auth == keystone ]]; then
     echo "export KEYSTONE_URL=http://127.0.0.1:$KSP/v3" >>"$STACK_DIR/env"
   fi
 
+  local -a standin=("$STACK_DIR/bin/node-standin" --kubeconfig="$STACK_DIR/kubeconfig" --node-name="$NODE_NAME")
+  if [[ $cni == 1 ]]; then
+    log "building raven-cni and raven-node, starting raven-node (the CNI daemon of node $NODE_NAME)"
+    (cd "$REPO" && go build -o "$STACK_DIR/bin/raven-cni" ./cmd/raven-cni && go build -o "$STACK_DIR/bin/raven-node" ./cmd/raven-node)
+    mkdir -p "$STACK_DIR/run" "$STACK_DIR/cni/bin" "$STACK_DIR/cni/net.d"
+    start raven-node "$STACK_DIR/bin/raven-node" --kubeconfig="$STACK_DIR/kubeconfig" --node-name="$NODE_NAME" \
+      --socket="$STACK_DIR/run/cni.sock" --ovs-db="$OVS_DB" --bridge=br-int \
+      --install-cni-plugin="$STACK_DIR/bin/raven-cni" --cni-bin-dir="$STACK_DIR/cni/bin" --cni-conf-dir="$STACK_DIR/cni/net.d"
+    wait_for raven-node 60 test -S "$STACK_DIR/run/cni.sock"
+    standin+=(--cni-conf-dir="$STACK_DIR/cni/net.d" --cni-bin-dir="$STACK_DIR/cni/bin")
+  fi
   log "building and starting the node stand-in (plays the kubelet's part for node $NODE_NAME)"
   (cd "$REPO" && go build -o "$STACK_DIR/bin/node-standin" ./hack/node-standin)
-  start node-standin "$STACK_DIR/bin/node-standin" --kubeconfig="$STACK_DIR/kubeconfig" --node-name="$NODE_NAME"
+  start node-standin env STACK_NETNS_FILE="$STACK_DIR/netns" "${standin[@]}"
   wait_for node-standin 30 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE_NAME"
   log "stack is up in $((SECONDS - t0)) s; use it with: . $STACK_DIR/env"
 }
@@ -238,22 +453,25 @@ current-context: local
 KC
 }
 
-start_neutron() { # port auth keystone-port
-  local port=$1 auth=$2 ksp=$3
+start_neutron() { # port auth keystone-port nb-port sb-port
+  local port=$1 auth=$2 ksp=$3 nbp=$4 sbp=$5
   mkdir -p "$STACK_DIR/neutron/lock" "$STACK_DIR/neutron/state"
   cp "$(cached_schema neutron neutron_schema.py)" "$STACK_DIR/state/neutron.sqlite"
   sed "s#@STACK@#$STACK_DIR#g" "$REPO/hack/openstack/api-paste.ini" >"$STACK_DIR/neutron/api-paste.ini"
+  # ML2/OVN needs api_workers >= 1: the driver connects to OVN only in a forked worker (with 0, creates hang).
+  # That makes four processes writing the sqlite file (api, rpc, maintenance and periodic workers); under
+  # concurrent writes one of them can get "database is locked", which the API answers as a 500.
   cat >"$STACK_DIR/neutron/neutron.conf" <<CONF
 [DEFAULT]
 bind_host = 127.0.0.1
 bind_port = $port
 auth_strategy = $auth
 core_plugin = ml2
-service_plugins = router
+service_plugins = ovn-router
 api_paste_config = $STACK_DIR/neutron/api-paste.ini
 state_path = $STACK_DIR/neutron/state
 transport_url = fake://
-api_workers = 0
+api_workers = 1
 rpc_workers = 0
 rpc_state_report_workers = 0
 notify_nova_on_port_status_changes = false
@@ -269,18 +487,25 @@ lock_path = $STACK_DIR/neutron/lock
 [oslo_messaging_notifications]
 driver = noop
 [ml2]
-type_drivers = flat,vlan,vxlan,geneve,local
-tenant_network_types = vxlan
-mechanism_drivers =
+type_drivers = flat,geneve
+tenant_network_types = geneve
+mechanism_drivers = ovn
 extension_drivers = port_security,tag_ports_during_bulk_creation
-[ml2_type_vxlan]
-vni_ranges = 1:10000
+overlay_ip_version = 4
+[ml2_type_geneve]
+vni_ranges = 1:65536
+max_header_size = 38
 [ml2_type_flat]
 flat_networks = *
-[ml2_type_vlan]
-network_vlan_ranges = physnet1:100:200
 [securitygroup]
 enable_security_group = true
+[ovn]
+ovn_nb_connection = tcp:127.0.0.1:$nbp
+ovn_sb_connection = tcp:127.0.0.1:$sbp
+ovn_l3_scheduler = leastloaded
+ovn_metadata_enabled = false
+neutron_sync_mode = off
+enable_distributed_floating_ip = false
 [quotas]
 quota_port = -1
 quota_network = -1
@@ -441,16 +666,16 @@ orphanGracePeriod: 10s
 Y
 }
 
-down_quiet() {
-  local f pid pids=()
-  [[ -d $STACK_DIR/pids ]] || { rm -rf "$STACK_DIR"; return 0; }
-  for f in "$STACK_DIR"/pids/*.pid; do
-    [[ -f $f ]] || continue
+# terminate NAME...: TERM to each named service's process group (only if the recorded PID is still the process the
+# stack started), KILL after 10 s.
+terminate() {
+  local name f pid pids=()
+  for name in "$@"; do
+    f=$STACK_DIR/pids/$name.pid
+    alive "$f" || continue
     pid=$(cat "$f")
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-      pids+=("$pid")
-    fi
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    pids+=("$pid")
   done
   local deadline=$((SECONDS + 10))
   for pid in "${pids[@]}"; do
@@ -461,6 +686,22 @@ down_quiet() {
   for pid in "${pids[@]}"; do
     pkill -KILL -g "$pid" 2>/dev/null || true
   done
+}
+
+down_quiet() {
+  [[ -d $STACK_DIR/pids ]] || { rm -rf "$STACK_DIR"; return 0; }
+  local f name all=() rest=()
+  for f in "$STACK_DIR"/pids/*.pid; do
+    [[ -f $f ]] || continue
+    name=$(basename "$f" .pid)
+    all+=("$name")
+    [[ $name == ovsdb-server || $name == ovs-vswitchd ]] || rest+=("$name")
+  done
+  # Everything but the Open vSwitch database and switch first (ovn-controller would re-create br-int), then the
+  # datapath: namespaces, bridges, taps; then the switch and its database.
+  terminate "${rest[@]}"
+  stop_datapath
+  terminate "${all[@]}"
   if [[ -f $STACK_DIR/ports ]]; then
     local p left=""
     for p in $(cat "$STACK_DIR/ports"); do
