@@ -66,6 +66,12 @@ type Neutron struct {
 	// service-cluster-ip-range in its lower half: Raven puts the gateway and Neutron's own allocations in
 	// the upper half, so that they never take a clusterIP.
 	ServiceSubnetCIDR string `json:"serviceSubnetCIDR"`
+	// PodSecurityGroups are the security group IDs every pod port gets, as they are. When empty, Raven
+	// manages one cluster pod group itself: ingress from its own members (pods reach pods), from the
+	// service subnet (load balancers, hairpin traffic) and from PodIngressCIDRs; egress to anywhere.
+	PodSecurityGroups []string `json:"podSecurityGroups,omitempty"`
+	// PodIngressCIDRs are further sources the managed pod group admits (the nodes, for health checks).
+	PodIngressCIDRs []string `json:"podIngressCIDRs,omitempty"`
 }
 
 // Pools sizes the per-namespace port pools (Cilium-style watermarks).
@@ -251,6 +257,11 @@ func (o Options) Validate() error {
 	}
 	if o.Neutron.PodSubnetPrefixLength < 8 || o.Neutron.PodSubnetPrefixLength > 30 {
 		errs = append(errs, fmt.Errorf("neutron.podSubnetPrefixLength %d must be between 8 and 30", o.Neutron.PodSubnetPrefixLength))
+	}
+	for _, c := range o.Neutron.PodIngressCIDRs {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			errs = append(errs, fmt.Errorf("neutron.podIngressCIDRs: %w", err))
+		}
 	}
 	if o.Neutron.ExternalSubnetCIDR != "" {
 		if _, err := netip.ParsePrefix(o.Neutron.ExternalSubnetCIDR); err != nil {

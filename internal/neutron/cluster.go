@@ -92,6 +92,9 @@ func EnsureCluster(ctx context.Context, n openstack.Networking, clusterID string
 			return nil, err
 		}
 	}
+	if err := c.ensurePodGroup(ctx, n, o, withServices); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

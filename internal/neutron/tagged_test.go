@@ -146,3 +146,37 @@ func TestAttachTellsAFaultFromAnInterfaceAlreadyThere(t *testing.T) {
 		t.Fatalf("a 400 for an interface already there was taken for a fault: %v", err)
 	}
 }
+
+func TestPodPortsGetTheClusterPodGroup(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m, nn := setupNamespace(t, n)
+	if len(m.C.PodSecurityGroups) != 1 {
+		t.Fatalf("pod groups %v, want the one cluster pod group", m.C.PodSecurityGroups)
+	}
+	g := n.SGs[m.C.PodSecurityGroups[0]]
+	for _, want := range PodGroupRules(g.ID, "10.0.0.0/24", nil) {
+		if !hasRule(g.Rules, want) {
+			t.Errorf("the pod group lacks %+v", want)
+		}
+	}
+	p, _, err := m.EnsurePort(ctx, PodRef{UID: "u1", Namespace: "ns", Name: "p", Node: "node-a"}, nn, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.SecurityGroups) != 1 || p.SecurityGroups[0] != g.ID {
+		t.Fatalf("the pod port has groups %v, want the cluster pod group and not the project default", p.SecurityGroups)
+	}
+	// A rule someone removed comes back; nothing else is written.
+	n.Lock()
+	g.Rules = g.Rules[:len(g.Rules)-1]
+	n.Unlock()
+	writes := n.Writes
+	if _, err := EnsureCluster(ctx, n, "c1", config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16",
+		PodSubnetPrefixLength: 24, ServiceSubnetCIDR: "10.0.0.0/24"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if n.Writes != writes+1 {
+		t.Fatalf("%d writes to restore one rule, want 1", n.Writes-writes)
+	}
+}

@@ -7,12 +7,13 @@ type Resource string
 
 // Neutron resources whose tags Raven writes.
 const (
-	ResourceNetworks    Resource = "networks"
-	ResourceSubnets     Resource = "subnets"
-	ResourcePorts       Resource = "ports"
-	ResourceRouters     Resource = "routers"
-	ResourceSubnetPools Resource = "subnetpools"
-	ResourceFloatingIPs Resource = "floatingips"
+	ResourceNetworks       Resource = "networks"
+	ResourceSubnets        Resource = "subnets"
+	ResourcePorts          Resource = "ports"
+	ResourceRouters        Resource = "routers"
+	ResourceSubnetPools    Resource = "subnetpools"
+	ResourceFloatingIPs    Resource = "floatingips"
+	ResourceSecurityGroups Resource = "security-groups"
 )
 
 // Networking is the part of Neutron that Raven uses. Lists return every page. Creates tag nothing, except
@@ -53,6 +54,13 @@ type Networking interface {
 	CreateFloatingIP(ctx context.Context, spec FloatingIPSpec) (*FloatingIP, error)
 	UpdateFloatingIPPort(ctx context.Context, id, portID string) (*FloatingIP, error)
 	DeleteFloatingIP(ctx context.Context, id string) error
+
+	ListSecurityGroups(ctx context.Context, f Filter) ([]SecurityGroup, error)
+	// CreateSecurityGroup makes a group; Neutron gives it egress rules that allow everything.
+	CreateSecurityGroup(ctx context.Context, spec SecurityGroupSpec) (*SecurityGroup, error)
+	DeleteSecurityGroup(ctx context.Context, id string) error
+	CreateSecurityGroupRule(ctx context.Context, r SecurityGroupRule) (*SecurityGroupRule, error)
+	DeleteSecurityGroupRule(ctx context.Context, id string) error
 
 	// ReplaceTags sets the tags of one object (Neutron cannot tag networks, subnets, subnet pools, routers and
 	// floating IPs in their create request).

@@ -11,6 +11,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/subnetpools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -328,6 +330,53 @@ func (n *neutron) UpdateFloatingIPPort(ctx context.Context, id, portID string) (
 
 func (n *neutron) DeleteFloatingIP(ctx context.Context, id string) error {
 	return wrap("neutron floatingip delete", floatingips.Delete(ctx, n.c, id).ExtractErr())
+}
+
+func (n *neutron) ListSecurityGroups(ctx context.Context, f Filter) ([]SecurityGroup, error) {
+	return allPages[SecurityGroup](ctx, "neutron security_group list",
+		groups.List(n.c, groups.ListOpts{Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("security_groups"))
+}
+
+func (b body) ToSecGroupCreateMap() (map[string]any, error)     { return b, nil }
+func (b body) ToSecGroupRuleCreateMap() (map[string]any, error) { return b, nil }
+
+func (n *neutron) CreateSecurityGroup(ctx context.Context, s SecurityGroupSpec) (*SecurityGroup, error) {
+	var r struct {
+		Group *SecurityGroup `json:"security_group"`
+	}
+	b := body{"security_group": map[string]any{"name": s.Name, "description": s.Description}}
+	if err := groups.Create(ctx, n.c, b).ExtractInto(&r); err != nil {
+		return nil, wrap("neutron security_group create", err)
+	}
+	return r.Group, nil
+}
+
+func (n *neutron) DeleteSecurityGroup(ctx context.Context, id string) error {
+	return wrap("neutron security_group delete", groups.Delete(ctx, n.c, id).ExtractErr())
+}
+
+func (n *neutron) CreateSecurityGroupRule(ctx context.Context, rule SecurityGroupRule) (*SecurityGroupRule, error) {
+	m := map[string]any{"security_group_id": rule.SecurityGroupID, "direction": rule.Direction, "ethertype": rule.EtherType}
+	for k, v := range map[string]string{"protocol": rule.Protocol, "remote_ip_prefix": rule.RemoteIPPrefix,
+		"remote_group_id": rule.RemoteGroupID, "description": rule.Description} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	if rule.PortRangeMin > 0 {
+		m["port_range_min"], m["port_range_max"] = rule.PortRangeMin, rule.PortRangeMax
+	}
+	var r struct {
+		Rule *SecurityGroupRule `json:"security_group_rule"`
+	}
+	if err := rules.Create(ctx, n.c, body{"security_group_rule": m}).ExtractInto(&r); err != nil {
+		return nil, wrap("neutron security_group_rule create", err)
+	}
+	return r.Rule, nil
+}
+
+func (n *neutron) DeleteSecurityGroupRule(ctx context.Context, id string) error {
+	return wrap("neutron security_group_rule delete", rules.Delete(ctx, n.c, id).ExtractErr())
 }
 
 func (n *neutron) ReplaceTags(ctx context.Context, r Resource, id string, tags []string) error {

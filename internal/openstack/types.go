@@ -302,3 +302,32 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	}
 	return fmt.Errorf("unreadable timestamp %s", b)
 }
+
+// SecurityGroup is a Neutron security group.
+type SecurityGroup struct {
+	ID          string              `json:"id"`
+	Name        string              `json:"name"`
+	Description string              `json:"description"`
+	Rules       []SecurityGroupRule `json:"security_group_rules"`
+	Tags        []string            `json:"tags"`
+}
+
+// SecurityGroupRule is one rule of a security group; empty fields match anything.
+type SecurityGroupRule struct {
+	ID              string `json:"id,omitempty"`
+	SecurityGroupID string `json:"security_group_id"`
+	Direction       string `json:"direction"` // ingress or egress
+	EtherType       string `json:"ethertype"` // IPv4 or IPv6
+	Protocol        string `json:"protocol,omitempty"`
+	PortRangeMin    int    `json:"port_range_min,omitempty"`
+	PortRangeMax    int    `json:"port_range_max,omitempty"`
+	RemoteIPPrefix  string `json:"remote_ip_prefix,omitempty"`
+	RemoteGroupID   string `json:"remote_group_id,omitempty"`
+	Description     string `json:"description,omitempty"`
+}
+
+// SecurityGroupSpec describes a security group to create.
+type SecurityGroupSpec struct {
+	Name        string
+	Description string
+}

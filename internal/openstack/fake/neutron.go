@@ -22,6 +22,7 @@ type Neutron struct {
 	Routers map[string]*openstack.Router
 	Ports   map[string]*openstack.Port
 	FIPs    map[string]*openstack.FloatingIP
+	SGs     map[string]*openstack.SecurityGroup
 	// Interfaces maps router ID to attached subnet IDs.
 	Interfaces map[string][]string
 	// Calls counts calls by method name; Writes counts the ones that change something.
@@ -48,7 +49,7 @@ func NewNeutron() *Neutron {
 	n := &Neutron{
 		Caps: openstack.Capabilities{TagsOnPortCreate: true},
 		Nets: map[string]*openstack.Network{}, Subnets: map[string]*openstack.Subnet{}, Pools: map[string]*openstack.SubnetPool{},
-		Routers: map[string]*openstack.Router{}, Ports: map[string]*openstack.Port{}, FIPs: map[string]*openstack.FloatingIP{},
+		Routers: map[string]*openstack.Router{}, Ports: map[string]*openstack.Port{}, FIPs: map[string]*openstack.FloatingIP{}, SGs: map[string]*openstack.SecurityGroup{},
 		Interfaces: map[string][]string{}, Calls: map[string]int{}, Faults: map[string]*Fault{}, Now: time.Now,
 		nextPoolPrefix: map[string]int{},
 	}
@@ -657,8 +658,107 @@ func (n *Neutron) ReplaceTags(_ context.Context, r openstack.Resource, id string
 			x.Tags = slices.Clone(tags)
 			return nil
 		}
+	case openstack.ResourceSecurityGroups:
+		if x, ok := n.SGs[id]; ok {
+			x.Tags = slices.Clone(tags)
+			return nil
+		}
 	}
 	return notFound(string(r))
+}
+
+// ListSecurityGroups implements openstack.Networking.
+func (n *Neutron) ListSecurityGroups(_ context.Context, f openstack.Filter) ([]openstack.SecurityGroup, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("ListSecurityGroups", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.SecurityGroup
+	for _, x := range n.SGs {
+		if match(f, obj{tags: x.Tags, name: x.Name, descr: x.Description}) {
+			c := *x
+			c.Rules = slices.Clone(x.Rules)
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// CreateSecurityGroup implements openstack.Networking: the group starts with Neutron's two egress rules.
+func (n *Neutron) CreateSecurityGroup(_ context.Context, s openstack.SecurityGroupSpec) (*openstack.SecurityGroup, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("CreateSecurityGroup", true); err != nil {
+		return nil, err
+	}
+	x := &openstack.SecurityGroup{ID: n.id("sg"), Name: s.Name, Description: s.Description}
+	for _, et := range []string{"IPv4", "IPv6"} {
+		x.Rules = append(x.Rules, openstack.SecurityGroupRule{ID: n.id("rule"), SecurityGroupID: x.ID, Direction: "egress", EtherType: et})
+	}
+	n.SGs[x.ID] = x
+	c := *x
+	c.Rules = slices.Clone(x.Rules)
+	return &c, nil
+}
+
+// DeleteSecurityGroup implements openstack.Networking: it fails with a conflict while a port uses the group.
+func (n *Neutron) DeleteSecurityGroup(_ context.Context, id string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("DeleteSecurityGroup", true); err != nil {
+		return err
+	}
+	if _, ok := n.SGs[id]; !ok {
+		return notFound("security group")
+	}
+	for _, p := range n.Ports {
+		if slices.Contains(p.SecurityGroups, id) {
+			return openstack.NewError("fake security group delete", openstack.KindConflict, 409, "SecurityGroupInUse")
+		}
+	}
+	delete(n.SGs, id)
+	return nil
+}
+
+// CreateSecurityGroupRule implements openstack.Networking: a rule equal to one the group has is a 409.
+func (n *Neutron) CreateSecurityGroupRule(_ context.Context, r openstack.SecurityGroupRule) (*openstack.SecurityGroupRule, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("CreateSecurityGroupRule", true); err != nil {
+		return nil, err
+	}
+	g, ok := n.SGs[r.SecurityGroupID]
+	if !ok {
+		return nil, notFound("security group")
+	}
+	for _, x := range g.Rules {
+		x.ID = ""
+		if x == r {
+			return nil, openstack.NewError("fake security group rule create", openstack.KindConflict, 409, "SecurityGroupRuleExists")
+		}
+	}
+	r.ID = n.id("rule")
+	g.Rules = append(g.Rules, r)
+	return &r, nil
+}
+
+// DeleteSecurityGroupRule implements openstack.Networking.
+func (n *Neutron) DeleteSecurityGroupRule(_ context.Context, id string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("DeleteSecurityGroupRule", true); err != nil {
+		return err
+	}
+	for _, g := range n.SGs {
+		for i, x := range g.Rules {
+			if x.ID == id {
+				g.Rules = slices.Delete(g.Rules, i, i+1)
+				return nil
+			}
+		}
+	}
+	return notFound("security group rule")
 }
 
 var _ openstack.Networking = (*Neutron)(nil)
