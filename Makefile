@@ -13,8 +13,10 @@ help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build bin/raven.
+build: ## Build bin/raven, and the node side: bin/raven-node (the per-node daemon) and bin/raven-cni (the CNI plugin).
 	$(GO) build -o $(BIN)/raven ./cmd/raven
+	$(GO) build -o $(BIN)/raven-node ./cmd/raven-node
+	$(GO) build -o $(BIN)/raven-cni ./cmd/raven-cni
 
 .PHONY: run
 run: build stack-up ## Bring the local stack up (when it is not running) and run Raven against it in the foreground.
