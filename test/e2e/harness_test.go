@@ -209,6 +209,10 @@ type ravenOpts struct {
 	second bool
 	// config replaces the stack's Raven configuration file.
 	config string
+	// resync and orphanGrace, when set, replace the harness's short --resync-period=3s and
+	// --orphan-grace-period=2s (which let tests see repairs and sweeps quickly); the benchmark passes the
+	// shipped defaults.
+	resync, orphanGrace time.Duration
 }
 
 // startRaven stops any running Raven and starts a new one, waiting until /readyz answers 200.
@@ -227,10 +231,17 @@ func startRaven(t testing.TB, o ravenOpts) *Raven {
 	if o.config != "" {
 		config = o.config
 	}
+	resync, grace := 3*time.Second, 2*time.Second
+	if o.resync > 0 {
+		resync = o.resync
+	}
+	if o.orphanGrace > 0 {
+		grace = o.orphanGrace
+	}
 	args := []string{
 		"--config=" + config,
 		"--metrics-bind-address=" + r.metrics, "--health-probe-bind-address=" + r.health,
-		"--resync-period=3s", "--orphan-grace-period=2s", "-v=2",
+		"--resync-period=" + resync.String(), "--orphan-grace-period=" + grace.String(), "-v=2",
 	}
 	if o.kubeconfig != "" {
 		args = append(args, "--kubeconfig="+o.kubeconfig)
