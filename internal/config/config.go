@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -34,6 +35,8 @@ type Options struct {
 
 	// Pools keep ready ports per namespace, so that a new pod does not wait for Neutron.
 	Pools Pools `json:"pools"`
+	// Namespaces chooses the namespaces Raven serves.
+	Namespaces Namespaces `json:"namespaces"`
 
 	MetricsAddr string `json:"metricsAddr"`
 	HealthAddr  string `json:"healthAddr"`
@@ -86,6 +89,18 @@ type Pools struct {
 	// Recycle gives the port of a deleted or finished pod back to its namespace's pool (while it has room)
 	// instead of deleting it. Off by default: the port then outlives its pod, under the pool's name.
 	Recycle bool `json:"recycle"`
+	// IdleAfter: a namespace where no pod took a port for this long has its free ports deleted. A pool
+	// fills only once pods are being created in its namespace.
+	IdleAfter Duration `json:"idleAfter"`
+}
+
+// Namespaces chooses the namespaces Raven gives networks to; every other one is served.
+type Namespaces struct {
+	// Exclude names namespaces that get no network; their pods get no port, and a Warning event says why.
+	Exclude []string `json:"exclude,omitempty"`
+	// ExcludeSelector is a label selector ("raven.openstack.org/network=none"); the namespaces it matches
+	// are excluded too.
+	ExcludeSelector string `json:"excludeSelector,omitempty"`
 }
 
 // Controllers lists the watchers.
@@ -134,7 +149,7 @@ func Default() Options {
 			PodSubnetPrefixLength: 24,
 		},
 		Controllers:       Controllers{Namespaces: true, Pods: true, Services: true},
-		Pools:             Pools{Enabled: true, MinFree: 5, Batch: 10, Max: 50},
+		Pools:             Pools{Enabled: true, MinFree: 5, Batch: 10, Max: 50, IdleAfter: Duration{10 * time.Minute}},
 		Workers:           16,
 		ResyncPeriod:      Duration{5 * time.Minute},
 		OrphanGracePeriod: Duration{2 * time.Minute},
@@ -277,6 +292,9 @@ func (o Options) Validate() error {
 	}
 	if o.Pools.Enabled && (o.Pools.MinFree < 0 || o.Pools.Batch < 1 || o.Pools.Max < o.Pools.MinFree) {
 		errs = append(errs, fmt.Errorf("pools: need 0 ≤ minFree ≤ max and batch ≥ 1 (got %+v)", o.Pools))
+	}
+	if _, err := labels.Parse(o.Namespaces.ExcludeSelector); err != nil {
+		errs = append(errs, fmt.Errorf("namespaces.excludeSelector: %w", err))
 	}
 	if o.Workers < 1 {
 		errs = append(errs, errors.New("workers must be at least 1"))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/pkg/annotations"
 )
@@ -111,4 +113,39 @@ func Send(ctx context.Context, ch chan<- event.GenericEvent, o client.Object) bo
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// Scope tells which namespaces Raven serves (config.Namespaces).
+type Scope struct {
+	names    map[string]bool
+	selector labels.Selector
+}
+
+// NewScope builds the scope; the selector was validated with the configuration.
+func NewScope(o config.Namespaces) (*Scope, error) {
+	sel, err := labels.Parse(o.ExcludeSelector)
+	if err != nil {
+		return nil, err
+	}
+	if o.ExcludeSelector == "" {
+		sel = labels.Nothing()
+	}
+	s := &Scope{names: map[string]bool{}, selector: sel}
+	for _, n := range o.Exclude {
+		s.names[n] = true
+	}
+	return s, nil
+}
+
+// Excluded says why the namespace gets no network, or "" when it is served. A nil scope serves all.
+func (s *Scope) Excluded(ns *corev1.Namespace) string {
+	switch {
+	case s == nil:
+		return ""
+	case s.names[ns.Name]:
+		return fmt.Sprintf("namespace %s is listed in Raven's namespaces.exclude", ns.Name)
+	case s.selector.Matches(labels.Set(ns.Labels)):
+		return fmt.Sprintf("namespace %s matches Raven's namespaces.excludeSelector %q", ns.Name, s.selector.String())
+	}
+	return ""
 }

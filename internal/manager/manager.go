@@ -78,7 +78,8 @@ func Run(ctx context.Context, o config.Options) error {
 	nm := &neutron.Manager{N: clients.Networking, C: &neutron.Cluster{ID: o.ClusterID}, X: neutron.NewIndex()}
 	nm.B = &neutron.Batcher{N: clients.Networking, Max: 50, InFlight: 2, Created: func(p openstack.Port) { nm.X.PutPort(o.ClusterID, p) }}
 	if o.Pools.Enabled {
-		nm.P = &neutron.Pools{M: nm, Cfg: neutron.PoolConfig{MinFree: o.Pools.MinFree, Batch: o.Pools.Batch, Max: o.Pools.Max, Recycle: o.Pools.Recycle}}
+		nm.P = &neutron.Pools{M: nm, Cfg: neutron.PoolConfig{MinFree: o.Pools.MinFree, Batch: o.Pools.Batch, Max: o.Pools.Max, Recycle: o.Pools.Recycle,
+			IdleAfter: o.Pools.IdleAfter.Duration}}
 		crmetrics.Registry.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raven_port_pool_free_ports", Help: "Ready ports waiting in the pools, all namespaces."},
 				func() float64 { return float64(nm.X.FreeTotal()) }),
@@ -95,13 +96,17 @@ func Run(ctx context.Context, o config.Options) error {
 	if o.Controllers.Namespaces {
 		nsRepairs = make(chan event.GenericEvent, 256)
 	}
+	scope, err := controller.NewScope(o.Namespaces)
+	if err != nil {
+		return err
+	}
 	sweeper := &orphan.Sweeper{
 		Client: mgr.GetClient(), Neutron: nm, Options: o, WithServices: o.Controllers.Services, Gate: gate, Metrics: m,
 		PodRepairs: podRepairs, NamespaceRepairs: nsRepairs,
 		CacheSynced: mgr.GetCache().WaitForCacheSync,
 	}
 	if o.Controllers.Namespaces {
-		r := &namespace.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder}
+		r := &namespace.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Scope: scope}
 		if err := r.SetupWithManager(mgr, min(o.Workers, 8), nsRepairs); err != nil {
 			return err
 		}
@@ -111,7 +116,7 @@ func Run(ctx context.Context, o config.Options) error {
 			return err
 		}
 		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Metrics: m,
-			Grace: o.OrphanGracePeriod.Duration}
+			Grace: o.OrphanGracePeriod.Duration, Scope: scope}
 		if err := r.SetupWithManager(mgr, o.Workers, podRepairs); err != nil {
 			return err
 		}

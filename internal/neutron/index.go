@@ -394,19 +394,18 @@ func (x *Index) Claim(networkID string, owner ownership.Owner, name string) (ope
 	return x.claimLocked(ids[0], owner, name), true
 }
 
-// ClaimPort claims one given pool port; false when it is not a free pool port.
-func (x *Index) ClaimPort(portID string, owner ownership.Owner, name string) bool {
+// TakeFree takes one free port out of the network's pool (to delete it); false when none is left.
+func (x *Index) TakeFree(networkID string) (openstack.Port, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	p, ok := x.ports[portID]
-	if !ok {
-		return false
+	ids := x.byPool[networkID]
+	if len(ids) == 0 {
+		return openstack.Port{}, false
 	}
-	if o, _ := ownership.Parse(p.Tags); o.Kind != ownership.KindPool {
-		return false
-	}
-	x.claimLocked(portID, owner, name)
-	return true
+	p := x.ports[ids[0]]
+	x.dropLocked(p.ID)
+	x.touch(p.ID)
+	return p, true
 }
 
 func (x *Index) claimLocked(id string, owner ownership.Owner, name string) openstack.Port {

@@ -23,6 +23,8 @@ type PoolConfig struct {
 	// instead of deleting it: new pods of a namespace whose pods are replaced find ports at once, at the cost
 	// of more Neutron updates.
 	Recycle bool
+	// IdleAfter: a namespace where no pod took a port for this long gives its free ports back (0: never).
+	IdleAfter time.Duration
 }
 
 // PoolPortName is the name of a port waiting in a pool.
@@ -40,8 +42,11 @@ type Pools struct {
 	M   *Manager
 	Cfg PoolConfig
 
-	mu        sync.Mutex
-	lastTake  time.Time
+	mu       sync.Mutex
+	lastTake time.Time
+	// takenAt is when a pod last asked for a port on each network: pools fill only where pods are created.
+	takenAt   map[string]time.Time
+	shrinking map[string]bool
 	refilling map[string]bool
 	closed    map[string]bool
 	returning map[string]int // recycled ports on their way back, by network
@@ -72,6 +77,7 @@ func (p *Pools) Start(ctx context.Context, workers int) {
 func (p *Pools) init() {
 	if p.refilling == nil {
 		p.refilling, p.closed, p.pending = map[string]bool{}, map[string]bool{}, map[string]pendingClaim{}
+		p.takenAt, p.shrinking = map[string]time.Time{}, map[string]bool{}
 		p.wake = make(chan struct{}, 1)
 	}
 }
@@ -118,7 +124,9 @@ func (p *Pools) next() (c Claim, ok bool, wait time.Duration) {
 func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ownership.Owner) (openstack.Port, bool, error) {
 	port, ok := p.M.X.Claim(nn.Network.ID, owner, pod.Name)
 	p.mu.Lock()
+	p.init()
 	p.lastTake = time.Now()
+	p.takenAt[nn.Network.ID] = p.lastTake
 	p.mu.Unlock()
 	p.Kick(nn)
 	if !ok {
@@ -267,6 +275,52 @@ func (p *Pools) Kick(nn *NamespaceNet) {
 	}
 	p.refilling[nn.Network.ID] = true
 	go p.refill(p.ctx, *nn)
+}
+
+// Tend runs with every resync: pools where pods were created lately are topped up; a pool whose namespace
+// has been idle for IdleAfter (or that never had a pod since Raven started) gives its free ports back.
+func (p *Pools) Tend(ctx context.Context, nets []NamespaceNet, now time.Time) {
+	for i := range nets {
+		nn := &nets[i]
+		p.mu.Lock()
+		p.init()
+		taken, ok := p.takenAt[nn.Network.ID]
+		idle := !ok || p.Cfg.IdleAfter > 0 && now.Sub(taken) >= p.Cfg.IdleAfter
+		busy := p.refilling[nn.Network.ID] || p.shrinking[nn.Network.ID]
+		if idle && !busy && p.M.X.FreeIn(nn.Network.ID) > 0 {
+			p.shrinking[nn.Network.ID] = true
+			go p.shrink(ctx, *nn)
+		}
+		p.mu.Unlock()
+		if !idle {
+			p.Kick(nn)
+		}
+	}
+}
+
+// shrink deletes the free ports of an idle namespace's pool. Each is taken out of the pool first, so that
+// no pod can be handed a port being deleted.
+func (p *Pools) shrink(ctx context.Context, nn NamespaceNet) {
+	defer func() {
+		p.mu.Lock()
+		delete(p.shrinking, nn.Network.ID)
+		p.mu.Unlock()
+	}()
+	n := 0
+	for ctx.Err() == nil {
+		port, ok := p.M.X.TakeFree(nn.Network.ID)
+		if !ok {
+			break
+		}
+		if err := openstack.IgnoreNotFound(p.M.N.DeletePort(ctx, port.ID)); err != nil {
+			p.M.X.PutPort(p.M.C.ID, port) // back into the pool; the next resync tries again
+			klog.FromContext(ctx).Error(err, "Deleting a free port of an idle namespace's pool", "port", port.ID, "namespace", nn.Namespace)
+			return
+		}
+		p.M.X.DropPort(port.ID)
+		n++
+	}
+	klog.FromContext(ctx).V(2).Info("Emptied the port pool of an idle namespace", "namespace", nn.Namespace, "deleted", n)
 }
 
 // Close stops refilling a network (its namespace is going away).

@@ -174,3 +174,38 @@ func TestAPortIsBoundToItsPodsNode(t *testing.T) {
 		t.Fatalf("a bound port was written again (%d writes, %v)", n.Writes-writes, err)
 	}
 }
+
+func TestPoolsFillOnlyWherePodsAreCreated(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := fake.NewNeutron()
+	m, busy := setupNamespace(t, n)
+	idle, err := m.EnsureNamespace(ctx, "idle-uid", "idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.P = &Pools{M: m, Cfg: PoolConfig{MinFree: 2, Max: 4, Batch: 2, IdleAfter: time.Minute}}
+	m.P.Start(ctx, 1)
+	// An idle namespace that still holds free ports (from an earlier run) gives them back.
+	poolPort(t, n, m, idle)
+	poolPort(t, n, m, idle)
+	pod := PodRef{UID: "u1", Namespace: "ns", Name: "p", Node: "node-a"}
+	if _, _, err := m.EnsurePort(ctx, pod, busy, ""); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	m.P.Tend(ctx, m.X.Networks(), now)
+	eventually(t, "the busy namespace's pool fills and the idle one empties", func() bool {
+		return m.X.FreeIn(busy.Network.ID) >= 2 && m.X.FreeIn(idle.Network.ID) == 0 && m.P.Refilling() == 0
+	})
+	// Once no pod asked for IdleAfter, the busy namespace's pool goes too.
+	m.P.Tend(ctx, m.X.Networks(), now.Add(2*time.Minute))
+	eventually(t, "the pool of a namespace gone idle empties", func() bool { return m.X.FreeIn(busy.Network.ID) == 0 })
+	n.Lock()
+	defer n.Unlock()
+	for _, p := range n.Ports {
+		if o, _ := ownership.Parse(p.Tags); o.Kind == ownership.KindPool {
+			t.Fatalf("free pool port %s left in Neutron", p.ID)
+		}
+	}
+}

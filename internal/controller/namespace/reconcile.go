@@ -24,6 +24,8 @@ type Reconciler struct {
 	Neutron  *neutron.Manager
 	Gate     *controller.Gate
 	Recorder events.EventRecorder
+	// Scope says which namespaces get a network (nil: all).
+	Scope *controller.Scope
 }
 
 // Reconcile makes Neutron match the namespace as it is now.
@@ -36,7 +38,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &ns); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !ns.DeletionTimestamp.IsZero() {
+	excluded := r.Scope.Excluded(&ns)
+	if !ns.DeletionTimestamp.IsZero() || excluded != "" {
 		if !controllerutil.ContainsFinalizer(&ns, annotations.NamespaceFinalizer) {
 			return reconcile.Result{}, nil
 		}
@@ -49,7 +52,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.warn(&ns, "NetworkDelete", "removing the namespace network", err)
 			return reconcile.Result{}, err
 		}
-		log.V(1).Info("Removed namespace network")
+		log.V(1).Info("Removed namespace network", "excluded", excluded)
+		if excluded != "" {
+			if err := r.patch(ctx, &ns, map[string]*string{annotations.NamespaceNetwork: nil, annotations.NamespaceSubnet: nil}); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		return reconcile.Result{}, controller.SetFinalizer(ctx, r.Client, &ns, annotations.NamespaceFinalizer, false)
 	}
 	// The finalizer goes on before the first OpenStack write, so nothing can be left behind.
@@ -61,29 +69,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.warn(&ns, "NetworkCreate", "creating the namespace network", err)
 		return reconcile.Result{}, err
 	}
-	if r.Neutron.P != nil {
-		r.Neutron.P.Kick(nn) // fill the pool before the first pod asks
-	}
 	want, err := Annotations(nn, r.Neutron.C.RouterID)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	changes := annotations.Changes(ns.Annotations, want)
-	if len(changes) == 0 {
+	if len(annotations.Changes(ns.Annotations, want)) == 0 {
 		return reconcile.Result{}, nil
 	}
-	body, err := annotations.MergePatch(changes)
-	if err != nil {
+	if err := r.patch(ctx, &ns, want); err != nil {
 		return reconcile.Result{}, err
-	}
-	if err := r.Client.Patch(ctx, &ns, client.RawPatch(types.MergePatchType, body), client.FieldOwner(annotations.FieldManager)); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	log.V(1).Info("Namespace network ready", "network", nn.Network.ID, "subnet", nn.Subnet.ID, "cidr", nn.Subnet.CIDR)
 	if r.Recorder != nil {
 		r.Recorder.Eventf(&ns, nil, corev1.EventTypeNormal, "NetworkReady", "Annotate", "network %s, subnet %s (%s)", nn.Network.ID, nn.Subnet.ID, nn.Subnet.CIDR)
 	}
 	return reconcile.Result{}, nil
+}
+
+// patch writes the annotations that differ from want (nil values remove them).
+func (r *Reconciler) patch(ctx context.Context, ns *corev1.Namespace, want map[string]*string) error {
+	changes := annotations.Changes(ns.Annotations, want)
+	if len(changes) == 0 {
+		return nil
+	}
+	body, err := annotations.MergePatch(changes)
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, body), client.FieldOwner(annotations.FieldManager)))
 }
 
 func (r *Reconciler) warn(ns *corev1.Namespace, action, what string, err error) {

@@ -70,9 +70,6 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	if p := s.Neutron.P; p != nil {
 		p.Start(ctx, 4)
 		p.Offer(s.Neutron.X.Claims())
-		for _, nn := range s.Neutron.X.Networks() {
-			p.Kick(&nn)
-		}
 	}
 	log.Info("Neutron ready", "router", s.Neutron.C.RouterID, "subnetPool", s.Neutron.C.SubnetPoolID,
 		"networks", len(s.Neutron.X.Networks()), "ports", len(s.Neutron.X.PortsOfKind(ownership.KindPod)),
@@ -111,9 +108,7 @@ func (s *Sweeper) Resync(ctx context.Context, now time.Time, reload bool) error 
 		if p := s.Neutron.P; p != nil {
 			// Claims Neutron records whose tags never followed: offered again on every resync.
 			p.Offer(s.Neutron.X.Claims())
-			for _, nn := range s.Neutron.X.Networks() {
-				p.Kick(&nn)
-			}
+			p.Tend(ctx, s.Neutron.X.Networks(), now)
 		}
 	}
 	errs := []error{s.sweepPods(ctx, now), s.sweepNamespaces(ctx, now)}

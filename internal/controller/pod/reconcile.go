@@ -31,6 +31,8 @@ type Reconciler struct {
 	Gate     *controller.Gate
 	Recorder events.EventRecorder
 	Metrics  *metrics.Metrics
+	// Scope says which namespaces are served (nil: all).
+	Scope *controller.Scope
 	// Grace protects a port this process did not make from deletion until it is this old: another writer
 	// (an earlier leader) may have made it for a pod this cache does not show yet.
 	Grace time.Duration
@@ -64,6 +66,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var ns corev1.Namespace
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, &ns); err != nil {
 		return reconcile.Result{}, err
+	}
+	if why := r.Scope.Excluded(&ns); why != "" {
+		if _, err := r.Neutron.ReleasePorts(ctx, string(pod.UID)); err != nil {
+			return reconcile.Result{}, err
+		}
+		controller.Warn(r.Recorder, &pod, "NamespaceExcluded", "Skip", "giving the pod a Neutron port", errors.New(why+"; the pod gets no port"))
+		return reconcile.Result{}, r.patch(ctx, &pod, nil, nil)
 	}
 	nn := r.Neutron.X.Network(string(ns.UID))
 	if nn == nil || nn.Subnet == nil || !nn.Attached {
