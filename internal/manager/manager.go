@@ -106,8 +106,10 @@ func Run(ctx context.Context, o config.Options) error {
 		CacheSynced: mgr.GetCache().WaitForCacheSync,
 	}
 	if o.Controllers.Namespaces {
-		r := &namespace.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Scope: scope}
-		if err := r.SetupWithManager(mgr, min(o.Workers, 8), nsRepairs); err != nil {
+		workers := min(o.Workers, 8)
+		r := &namespace.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Scope: scope,
+			Teardowns: make(chan struct{}, max(1, workers/2))}
+		if err := r.SetupWithManager(mgr, workers, nsRepairs); err != nil {
 			return err
 		}
 	}

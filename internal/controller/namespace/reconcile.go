@@ -26,6 +26,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Scope says which namespaces get a network (nil: all).
 	Scope *controller.Scope
+	// Teardowns bounds the workers that remove networks at once (a slow Neutron can take seconds per
+	// namespace): the other workers stay free for new namespaces. Nil: no bound.
+	Teardowns chan struct{}
 }
 
 // Reconcile makes Neutron match the namespace as it is now.
@@ -42,6 +45,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !ns.DeletionTimestamp.IsZero() || excluded != "" {
 		if !controllerutil.ContainsFinalizer(&ns, annotations.NamespaceFinalizer) {
 			return reconcile.Result{}, nil
+		}
+		if r.Teardowns != nil {
+			select {
+			case r.Teardowns <- struct{}{}:
+				defer func() { <-r.Teardowns }()
+			default:
+				return reconcile.Result{RequeueAfter: time.Second}, nil // every teardown slot busy: new namespaces go first
+			}
 		}
 		err := r.Neutron.DeleteNamespace(ctx, string(ns.UID))
 		if errors.Is(err, neutron.ErrPortsRemain) {

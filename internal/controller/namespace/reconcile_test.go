@@ -297,3 +297,35 @@ func TestNamespaceTeardown(t *testing.T) {
 		}
 	})
 }
+
+func TestANewNamespaceDoesNotWaitBehindTeardowns(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	if _, err := w.reconcile(t, "ns"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.c.Delete(ctx, w.get(t, "ns")); err != nil {
+		t.Fatal(err)
+	}
+	// Every teardown slot is held by other slow teardowns.
+	w.r.Teardowns = make(chan struct{}, 1)
+	w.r.Teardowns <- struct{}{}
+	writes := w.n.Writes
+	res, err := w.reconcile(t, "ns")
+	if err != nil || res.RequeueAfter == 0 || w.n.Writes != writes {
+		t.Fatalf("a teardown beyond the bound ran (writes %d, %v, %+v); it must wait its turn", w.n.Writes-writes, err, res)
+	}
+	if _, err := w.reconcile(t, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if net, sub := w.network("other-uid"); net == nil || sub == nil {
+		t.Fatal("a new namespace was not served while teardowns held their slots")
+	}
+	<-w.r.Teardowns
+	if _, err := w.reconcile(t, "ns"); err != nil {
+		t.Fatal(err)
+	}
+	if net, _ := w.network("ns-uid"); net != nil {
+		t.Fatal("the teardown did not run once a slot was free")
+	}
+}
