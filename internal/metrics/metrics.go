@@ -11,7 +11,7 @@ import (
 
 // Metrics are Raven's collectors.
 type Metrics struct {
-	// PodPortLatency: pod created → port annotation written.
+	// PodPortLatency: pod first seen by this process → port annotation written.
 	PodPortLatency prometheus.Histogram
 	// OpenStackCalls: every OpenStack request by operation; OpenStackErrors by operation and kind.
 	OpenStackCalls  *prometheus.HistogramVec
@@ -33,8 +33,8 @@ func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		PodPortLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "raven_pod_port_latency_seconds",
-			Help:    "Time from a pod's creation to Raven writing its kuryr.org/neutron-port annotation.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60},
+			Help:    "Time from Raven first seeing a pod without a port to writing its kuryr.org/neutron-port annotation.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60},
 		}),
 		OpenStackCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "raven_openstack_request_duration_seconds",

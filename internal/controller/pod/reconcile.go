@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,8 @@ type Reconciler struct {
 	Metrics  *metrics.Metrics
 	// Scope says which namespaces are served (nil: all).
 	Scope *controller.Scope
+	// seen holds when this process first saw each pod still waiting for its port (for the latency metric).
+	seen firstSeen
 	// Grace protects a port this process did not make from deletion until it is this old: another writer
 	// (an earlier leader) may have made it for a pod this cache does not show yet.
 	Grace time.Duration
@@ -90,6 +93,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			fmt.Errorf("namespace %s has no Neutron network yet; its Warning events say why", ns.Name))
 		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
 	}
+	if _, annotated := pod.Annotations[annotations.PodPort]; !annotated {
+		r.seen.mark(string(pod.UID))
+	}
 	var announced annotations.Port
 	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
 	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}
@@ -110,7 +116,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if !hadPort && r.Metrics != nil {
-		r.Metrics.PodPortLatency.Observe(time.Since(pod.CreationTimestamp.Time).Seconds())
+		if since, ok := r.seen.done(string(pod.UID)); ok {
+			r.Metrics.PodPortLatency.Observe(time.Since(since).Seconds())
+		}
 	}
 	return reconcile.Result{}, nil
 }
@@ -230,4 +238,41 @@ func firstIP(ips []neutron.FixedIP) string {
 		return ""
 	}
 	return ips[0].IPAddress
+}
+
+// firstSeen records when pods were first seen without a port. Entries leave when the pod is annotated;
+// those of pods deleted before that are dropped after an hour.
+type firstSeen struct {
+	mu    sync.Mutex
+	at    map[string]time.Time
+	marks int
+}
+
+func (f *firstSeen) mark(uid string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.at == nil {
+		f.at = map[string]time.Time{}
+	}
+	if _, ok := f.at[uid]; ok {
+		return
+	}
+	now := time.Now()
+	f.at[uid] = now
+	if f.marks++; f.marks%1024 == 0 {
+		for k, t := range f.at {
+			if now.Sub(t) > time.Hour {
+				delete(f.at, k)
+			}
+		}
+	}
+}
+
+// done forgets the pod and says when it was first seen; ok is false for a pod this process never saw waiting.
+func (f *firstSeen) done(uid string) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.at[uid]
+	delete(f.at, uid)
+	return t, ok
 }

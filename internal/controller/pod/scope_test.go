@@ -4,6 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -11,6 +16,7 @@ import (
 
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/metrics"
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
@@ -55,4 +61,22 @@ func getPod(t *testing.T, w *world, name string) *corev1.Pod {
 		t.Fatal(err)
 	}
 	return &p
+}
+
+func TestTheLatencyMetricCountsFromWhenRavenFirstSawThePod(t *testing.T) {
+	old := pod("p", "uid-1", func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour)) })
+	w := newWorld(t, old)
+	w.r.Metrics = metrics.New(prometheus.NewRegistry())
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "p"}}
+	if _, err := w.r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	var m dto.Metric
+	if err := w.r.Metrics.PodPortLatency.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if h := m.GetHistogram(); h.GetSampleCount() != 1 || h.GetSampleSum() > 5 {
+		t.Fatalf("latency count %d, sum %.1f s: want one sample measured from first sight, not from the pod's creation an hour ago",
+			h.GetSampleCount(), h.GetSampleSum())
+	}
 }
