@@ -659,6 +659,8 @@ neutron:
   podSubnetPoolCIDR: 10.244.0.0/16
   podSubnetPrefixLength: 24
   serviceSubnetCIDR: 10.0.0.0/24
+  # The outside namespace stands in for the world beyond the cloud: pods with a floating IP answer it.
+  podIngressCIDRs: [172.24.4.0/24]
 metricsAddr: $RAVEN_METRICS
 healthAddr: $RAVEN_HEALTH
 resyncPeriod: 30s
