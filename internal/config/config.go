@@ -213,6 +213,13 @@ func (f *Flags) Options() (Options, error) {
 	if err != nil {
 		return o, err
 	}
+	f.applySet(&o)
+	applyEnv(&o)
+	return o, o.Validate()
+}
+
+// applySet copies into o the flags given on the command line; they win over the file.
+func (f *Flags) applySet(o *Options) {
 	f.fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "cluster-id":
@@ -241,6 +248,10 @@ func (f *Flags) Options() (Options, error) {
 			o.OrphanGracePeriod = f.o.OrphanGracePeriod
 		}
 	})
+}
+
+// applyEnv fills what neither the file nor the flags set from the usual environment variables.
+func applyEnv(o *Options) {
 	if o.OpenStack.CloudsFile == "" {
 		o.OpenStack.CloudsFile = os.Getenv("OS_CLIENT_CONFIG_FILE")
 	}
@@ -250,7 +261,6 @@ func (f *Flags) Options() (Options, error) {
 	if o.Kubeconfig == "" {
 		o.Kubeconfig = os.Getenv("KUBECONFIG")
 	}
-	return o, o.Validate()
 }
 
 // Validate reports every problem at once.
@@ -265,6 +275,25 @@ func (o Options) Validate() error {
 	if o.OpenStack.CloudsFile == "" || o.OpenStack.Cloud == "" {
 		errs = append(errs, errors.New("openstack.cloudsFile and openstack.cloud (or $OS_CLIENT_CONFIG_FILE and $OS_CLOUD) must be set"))
 	}
+	errs = append(errs, o.neutronErrors()...)
+	if o.Pools.Enabled && (o.Pools.MinFree < 0 || o.Pools.Batch < 1 || o.Pools.Max < o.Pools.MinFree) {
+		errs = append(errs, fmt.Errorf("pools: need 0 ≤ minFree ≤ max and batch ≥ 1 (got %+v)", o.Pools))
+	}
+	if _, err := labels.Parse(o.Namespaces.ExcludeSelector); err != nil {
+		errs = append(errs, fmt.Errorf("namespaces.excludeSelector: %w", err))
+	}
+	if o.Workers < 1 {
+		errs = append(errs, errors.New("workers must be at least 1"))
+	}
+	if o.ResyncPeriod.Duration < time.Second {
+		errs = append(errs, errors.New("resyncPeriod must be at least 1s"))
+	}
+	return errors.Join(errs...)
+}
+
+// neutronErrors lists the problems of the neutron section, in the order Validate reports them.
+func (o Options) neutronErrors() []error {
+	var errs []error
 	if o.Neutron.PodSubnetPoolID == "" {
 		if _, err := netip.ParsePrefix(o.Neutron.PodSubnetPoolCIDR); err != nil {
 			errs = append(errs, fmt.Errorf("neutron.podSubnetPoolCIDR: %w", err))
@@ -290,17 +319,5 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("neutron.serviceSubnetCIDR %s is too small", p))
 		}
 	}
-	if o.Pools.Enabled && (o.Pools.MinFree < 0 || o.Pools.Batch < 1 || o.Pools.Max < o.Pools.MinFree) {
-		errs = append(errs, fmt.Errorf("pools: need 0 ≤ minFree ≤ max and batch ≥ 1 (got %+v)", o.Pools))
-	}
-	if _, err := labels.Parse(o.Namespaces.ExcludeSelector); err != nil {
-		errs = append(errs, fmt.Errorf("namespaces.excludeSelector: %w", err))
-	}
-	if o.Workers < 1 {
-		errs = append(errs, errors.New("workers must be at least 1"))
-	}
-	if o.ResyncPeriod.Duration < time.Second {
-		errs = append(errs, errors.New("resyncPeriod must be at least 1s"))
-	}
-	return errors.Join(errs...)
+	return errs
 }
