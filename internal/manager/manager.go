@@ -45,9 +45,31 @@ func Run(ctx context.Context, o config.Options) error {
 	if err != nil {
 		return err
 	}
+	mgr, err := newManager(restCfg, o, log)
+	if err != nil {
+		return err
+	}
+
+	gate := controller.NewGate()
+	nm := neutronManager(o, clients)
+	sweeper, err := addControllers(ctx, mgr, o, clients, nm, gate, m)
+	if err != nil {
+		return err
+	}
+	if err := addSweeperAndChecks(mgr, sweeper, clients); err != nil {
+		return err
+	}
+	log.Info("Starting Raven", "cluster", o.ClusterID, "cloud", o.OpenStack.Cloud,
+		"namespaces", o.Controllers.Namespaces, "pods", o.Controllers.Pods, "services", o.Controllers.Services,
+		"leaderElection", o.LeaderElection.Enabled)
+	return mgr.Start(ctx)
+}
+
+// newManager builds the controller-runtime manager: its scheme, slim caches, probes and leader election.
+func newManager(restCfg *rest.Config, o config.Options, log klog.Logger) (ctrl.Manager, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -71,10 +93,14 @@ func Run(ctx context.Context, o config.Options) error {
 		RetryPeriod:                   &o.LeaderElection.RetryPeriod.Duration,
 	})
 	if err != nil {
-		return fmt.Errorf("building the manager: %w", err)
+		return nil, fmt.Errorf("building the manager: %w", err)
 	}
+	return mgr, nil
+}
 
-	gate := controller.NewGate()
+// neutronManager builds the Neutron layer: the index, the port batcher and, when enabled, the port pools
+// with their gauges.
+func neutronManager(o config.Options, clients *openstack.Clients) *neutron.Manager {
 	nm := &neutron.Manager{N: clients.Networking, C: &neutron.Cluster{ID: o.ClusterID}, X: neutron.NewIndex()}
 	nm.B = &neutron.Batcher{N: clients.Networking, Max: 50, InFlight: 2, Created: func(p openstack.Port) { nm.X.PutPort(o.ClusterID, p) }}
 	if o.Pools.Enabled {
@@ -86,6 +112,13 @@ func Run(ctx context.Context, o config.Options) error {
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raven_port_pool_refills_in_progress", Help: "Namespace pools being refilled now."},
 				func() float64 { return float64(nm.P.Refilling()) }))
 	}
+	return nm
+}
+
+// addControllers sets up the enabled reconcilers with mgr and returns the orphan sweeper, which knows
+// their repair channels.
+func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, clients *openstack.Clients, nm *neutron.Manager,
+	gate *controller.Gate, m *metrics.Metrics) (*orphan.Sweeper, error) {
 	recorder := mgr.GetEventRecorder("raven")
 	// A controller that is switched off has no repair channel: the resync skips its repairs instead of
 	// blocking on a channel nobody reads.
@@ -98,7 +131,7 @@ func Run(ctx context.Context, o config.Options) error {
 	}
 	scope, err := controller.NewScope(o.Namespaces)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sweeper := &orphan.Sweeper{
 		Client: mgr.GetClient(), Neutron: nm, Options: o, WithServices: o.Controllers.Services, Gate: gate, Metrics: m,
@@ -110,33 +143,38 @@ func Run(ctx context.Context, o config.Options) error {
 		r := &namespace.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Scope: scope,
 			Teardowns: make(chan struct{}, max(1, workers/2))}
 		if err := r.SetupWithManager(mgr, workers, nsRepairs); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if o.Controllers.Pods {
 		if err := pod.IndexFields(ctx, mgr); err != nil {
-			return err
+			return nil, err
 		}
 		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Metrics: m,
 			Grace: o.OrphanGracePeriod.Duration, Scope: scope}
 		if err := r.SetupWithManager(mgr, o.Workers, podRepairs); err != nil {
-			return err
+			return nil, err
 		}
 	} else {
 		// The sweep still needs the pod cache to know which ports are orphans.
 		if err := pod.IndexFields(ctx, mgr); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if o.Controllers.Services {
 		svcRepairs := make(chan event.GenericEvent, 256)
 		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Gate: gate, Recorder: recorder}
 		if err := r.SetupWithManager(mgr, min(o.Workers, 8), svcRepairs); err != nil {
-			return err
+			return nil, err
 		}
 		sweeper.Extra = append(sweeper.Extra, service.Sweep(mgr.GetClient(), nm, clients.LoadBalancing, svcRepairs,
 			o.OrphanGracePeriod.Duration, func(kind string) { m.Swept.WithLabelValues(kind).Inc() }))
 	}
+	return sweeper, nil
+}
+
+// addSweeperAndChecks adds the sweeper and the health and readiness checks to mgr.
+func addSweeperAndChecks(mgr ctrl.Manager, sweeper *orphan.Sweeper, clients *openstack.Clients) error {
 	if err := mgr.Add(sweeper); err != nil {
 		return err
 	}
@@ -149,10 +187,7 @@ func Run(ctx context.Context, o config.Options) error {
 	if err := mgr.AddReadyzCheck("openstack", openstackCheck(clients.Networking)); err != nil {
 		return err
 	}
-	log.Info("Starting Raven", "cluster", o.ClusterID, "cloud", o.OpenStack.Cloud,
-		"namespaces", o.Controllers.Namespaces, "pods", o.Controllers.Pods, "services", o.Controllers.Services,
-		"leaderElection", o.LeaderElection.Enabled)
-	return mgr.Start(ctx)
+	return nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
