@@ -79,17 +79,13 @@ func kindOf(status int, body string) Kind {
 	switch {
 	case status == http.StatusNotFound:
 		return KindNotFound
-	case status == http.StatusConflict && strings.Contains(body, "OverQuota"), status == http.StatusForbidden && strings.Contains(body, "Quota"):
+	case status == http.StatusConflict:
+		return conflictKind(body)
+	case status == http.StatusForbidden && strings.Contains(body, "Quota"):
 		return KindQuota
-	case status == http.StatusConflict && (strings.Contains(body, "IpAddressGenerationFailure") || strings.Contains(body, "SubnetAllocationError") || strings.Contains(body, "No more IP")):
-		return KindExhausted
 	case strings.Contains(body, "Insufficient prefix space"):
 		// A full subnet pool: 400 in the API reference, 500 from the Neutron the stack runs.
 		return KindExhausted
-	case status == http.StatusConflict && strings.Contains(body, "mmutable"):
-		return KindImmutable
-	case status == http.StatusConflict:
-		return KindConflict
 	case status == http.StatusBadRequest:
 		if strings.Contains(body, "SubnetAllocationError") {
 			return KindExhausted
@@ -105,6 +101,20 @@ func kindOf(status int, body string) Kind {
 		return KindServer
 	}
 	return KindUnknown
+}
+
+// conflictKind tells what a 409 means from its body.
+func conflictKind(body string) Kind {
+	switch {
+	case strings.Contains(body, "OverQuota"):
+		return KindQuota
+	case strings.Contains(body, "IpAddressGenerationFailure") || strings.Contains(body, "SubnetAllocationError") ||
+		strings.Contains(body, "No more IP") || strings.Contains(body, "Insufficient prefix space"):
+		return KindExhausted
+	case strings.Contains(body, "mmutable"):
+		return KindImmutable
+	}
+	return KindConflict
 }
 
 // detail pulls the human message out of a Neutron or Octavia error body. A database error's SQL text and

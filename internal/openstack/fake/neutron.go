@@ -627,44 +627,47 @@ func (n *Neutron) ReplaceTags(_ context.Context, r openstack.Resource, id string
 	if err := n.enter("ReplaceTags", true); err != nil {
 		return err
 	}
+	t := n.tagsOf(r, id)
+	if t == nil {
+		return notFound(string(r))
+	}
+	*t = slices.Clone(tags)
+	return nil
+}
+
+// tagsOf returns the tags of the object of kind r with this ID, or nil when there is none. n.mu is held.
+func (n *Neutron) tagsOf(r openstack.Resource, id string) *[]string {
 	switch r {
 	case openstack.ResourcePorts:
-		if p, ok := n.Ports[id]; ok {
-			p.Tags = slices.Clone(tags)
-			return nil
+		if x, ok := n.Ports[id]; ok {
+			return &x.Tags
 		}
 	case openstack.ResourceNetworks:
 		if x, ok := n.Nets[id]; ok {
-			x.Tags = slices.Clone(tags)
-			return nil
+			return &x.Tags
 		}
 	case openstack.ResourceSubnets:
 		if x, ok := n.Subnets[id]; ok {
-			x.Tags = slices.Clone(tags)
-			return nil
+			return &x.Tags
 		}
 	case openstack.ResourceSubnetPools:
 		if x, ok := n.Pools[id]; ok {
-			x.Tags = slices.Clone(tags)
-			return nil
+			return &x.Tags
 		}
 	case openstack.ResourceRouters:
 		if x, ok := n.Routers[id]; ok {
-			x.Tags = slices.Clone(tags)
-			return nil
+			return &x.Tags
 		}
 	case openstack.ResourceFloatingIPs:
 		if x, ok := n.FIPs[id]; ok {
-			x.Tags = slices.Clone(tags)
-			return nil
+			return &x.Tags
 		}
 	case openstack.ResourceSecurityGroups:
 		if x, ok := n.SGs[id]; ok {
-			x.Tags = slices.Clone(tags)
-			return nil
+			return &x.Tags
 		}
 	}
-	return notFound(string(r))
+	return nil
 }
 
 // ListSecurityGroups implements openstack.Networking.

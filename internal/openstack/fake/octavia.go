@@ -81,16 +81,12 @@ func statusKind(status int, msg string) openstack.Kind {
 	switch {
 	case status == http.StatusNotFound:
 		return openstack.KindNotFound
-	case status == http.StatusConflict && strings.Contains(msg, "OverQuota"), status == http.StatusForbidden && strings.Contains(msg, "Quota"):
+	case status == http.StatusConflict:
+		return conflictKind(msg)
+	case status == http.StatusForbidden && strings.Contains(msg, "Quota"):
 		return openstack.KindQuota
-	case status == http.StatusConflict && (strings.Contains(msg, "IpAddressGenerationFailure") || strings.Contains(msg, "SubnetAllocationError") || strings.Contains(msg, "No more IP")):
-		return openstack.KindExhausted
 	case strings.Contains(msg, "Insufficient prefix space"):
 		return openstack.KindExhausted
-	case status == http.StatusConflict && strings.Contains(msg, "mmutable"):
-		return openstack.KindImmutable
-	case status == http.StatusConflict:
-		return openstack.KindConflict
 	case status == http.StatusBadRequest && strings.Contains(msg, "SubnetAllocationError"):
 		return openstack.KindExhausted
 	case status == http.StatusBadRequest:
@@ -105,6 +101,20 @@ func statusKind(status int, msg string) openstack.Kind {
 		return openstack.KindServer
 	}
 	return openstack.KindUnknown
+}
+
+// conflictKind mirrors the classification of a 409 by its message.
+func conflictKind(msg string) openstack.Kind {
+	switch {
+	case strings.Contains(msg, "OverQuota"):
+		return openstack.KindQuota
+	case strings.Contains(msg, "IpAddressGenerationFailure") || strings.Contains(msg, "SubnetAllocationError") ||
+		strings.Contains(msg, "No more IP") || strings.Contains(msg, "Insufficient prefix space"):
+		return openstack.KindExhausted
+	case strings.Contains(msg, "mmutable"):
+		return openstack.KindImmutable
+	}
+	return openstack.KindConflict
 }
 
 // opOf names each method's request as the real client does in its errors.
