@@ -43,33 +43,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	excluded := r.Scope.Excluded(&ns)
 	if !ns.DeletionTimestamp.IsZero() || excluded != "" {
-		if !controllerutil.ContainsFinalizer(&ns, annotations.NamespaceFinalizer) {
-			return reconcile.Result{}, nil
-		}
-		if r.Teardowns != nil {
-			select {
-			case r.Teardowns <- struct{}{}:
-				defer func() { <-r.Teardowns }()
-			default:
-				return reconcile.Result{RequeueAfter: time.Second}, nil // every teardown slot busy: new namespaces go first
-			}
-		}
-		err := r.Neutron.DeleteNamespace(ctx, string(ns.UID))
-		if errors.Is(err, neutron.ErrPortsRemain) {
-			log.V(3).Info("Waiting for pod ports to go before removing the network")
-			return reconcile.Result{RequeueAfter: time.Second}, nil
-		}
-		if err != nil {
-			r.warn(&ns, "NetworkDelete", "removing the namespace network", err)
-			return reconcile.Result{}, err
-		}
-		log.V(1).Info("Removed namespace network", "excluded", excluded)
-		if excluded != "" {
-			if err := r.patch(ctx, &ns, map[string]*string{annotations.NamespaceNetwork: nil, annotations.NamespaceSubnet: nil}); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-		return reconcile.Result{}, controller.SetFinalizer(ctx, r.Client, &ns, annotations.NamespaceFinalizer, false)
+		return r.teardown(ctx, &ns, excluded)
 	}
 	// The finalizer goes on before the first OpenStack write, so nothing can be left behind.
 	if err := controller.SetFinalizer(ctx, r.Client, &ns, annotations.NamespaceFinalizer, true); err != nil {
@@ -95,6 +69,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Recorder.Eventf(&ns, nil, corev1.EventTypeNormal, "NetworkReady", "Annotate", "network %s, subnet %s (%s)", nn.Network.ID, nn.Subnet.ID, nn.Subnet.CIDR)
 	}
 	return reconcile.Result{}, nil
+}
+
+// teardown removes the namespace network of a namespace that is going or excluded, then its finalizer
+// (and, when excluded, its network annotations).
+func (r *Reconciler) teardown(ctx context.Context, ns *corev1.Namespace, excluded string) (reconcile.Result, error) {
+	log := klog.FromContext(ctx)
+	if !controllerutil.ContainsFinalizer(ns, annotations.NamespaceFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	if r.Teardowns != nil {
+		select {
+		case r.Teardowns <- struct{}{}:
+			defer func() { <-r.Teardowns }()
+		default:
+			return reconcile.Result{RequeueAfter: time.Second}, nil // every teardown slot busy: new namespaces go first
+		}
+	}
+	err := r.Neutron.DeleteNamespace(ctx, string(ns.UID))
+	if errors.Is(err, neutron.ErrPortsRemain) {
+		log.V(3).Info("Waiting for pod ports to go before removing the network")
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	if err != nil {
+		r.warn(ns, "NetworkDelete", "removing the namespace network", err)
+		return reconcile.Result{}, err
+	}
+	log.V(1).Info("Removed namespace network", "excluded", excluded)
+	if excluded != "" {
+		if err := r.patch(ctx, ns, map[string]*string{annotations.NamespaceNetwork: nil, annotations.NamespaceSubnet: nil}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, controller.SetFinalizer(ctx, r.Client, ns, annotations.NamespaceFinalizer, false)
 }
 
 // patch writes the annotations that differ from want (nil values remove them).
