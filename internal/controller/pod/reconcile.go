@@ -55,15 +55,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if !NeedsPort(&pod) {
-		n, err := r.Neutron.ReleasePorts(ctx, string(pod.UID))
-		if err != nil {
-			r.warn(&pod, "PortDelete", "deleting the port of a finished pod", err)
-			return reconcile.Result{}, err
-		}
-		if n > 0 {
-			log.V(2).Info("Released port of finished pod", "ports", n)
-		}
-		return reconcile.Result{}, r.patch(ctx, &pod, nil, nil)
+		return reconcile.Result{}, r.releaseFinished(ctx, &pod)
 	}
 
 	var ns corev1.Namespace
@@ -71,56 +63,101 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if why := r.Scope.Excluded(&ns); why != "" {
-		if _, err := r.Neutron.ReleasePorts(ctx, string(pod.UID)); err != nil {
-			return reconcile.Result{}, err
-		}
-		controller.Warn(r.Recorder, &pod, "NamespaceExcluded", "Skip", "giving the pod a Neutron port", errors.New(why+"; the pod gets no port"))
-		return reconcile.Result{}, r.patch(ctx, &pod, nil, nil)
+		return reconcile.Result{}, r.skipExcluded(ctx, &pod, why)
 	}
 	nn := r.Neutron.X.Network(string(ns.UID))
 	if nn == nil || nn.Subnet == nil || !nn.Attached {
 		// The namespace controller is still building the network; its annotation brings the pod back.
 		log.V(3).Info("Waiting for the namespace network")
-		waiting := ns.CreationTimestamp.Time // the pod waits since the later of its and its namespace's creation
-		if pod.CreationTimestamp.After(waiting) {
-			waiting = pod.CreationTimestamp.Time
-		}
-		if time.Since(waiting) < networkPatience {
-			return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
-		}
-		// Longer than a network takes to build: say so on the pod, where its owner looks first.
-		r.warn(&pod, "NamespaceNetworkMissing", "waiting for the namespace network",
-			fmt.Errorf("namespace %s has no Neutron network yet; its Warning events say why", ns.Name))
-		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
+		return r.waitForNetwork(&pod, &ns), nil
 	}
 	if _, annotated := pod.Annotations[annotations.PodPort]; !annotated {
 		r.seen.mark(string(pod.UID))
 	}
-	var announced annotations.Port
-	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
-	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}
-	port, created, err := r.Neutron.EnsurePort(ctx, ref, nn, announced.ID)
+	port, err := r.ensurePort(ctx, &pod, nn)
 	if err != nil {
-		r.warn(&pod, "PortCreate", "creating the Neutron port", err)
 		return reconcile.Result{}, err
-	}
-	if created {
-		log.V(2).Info("Created port", "port", port.ID, "ip", firstIP(port.FixedIPs), "node", pod.Spec.NodeName)
-		// A pod deleted and created again under the same name: the old one's port goes now, not at the sweep.
-		if err := r.releaseNamesake(ctx, &pod, nn); err != nil {
-			log.Error(err, "Releasing the port of an earlier pod of the same name; the resync will retry")
-		}
 	}
 	hadPort := pod.Annotations[annotations.PodPort] != ""
 	if err := r.patch(ctx, &pod, &port, nn); err != nil {
 		return reconcile.Result{}, err
 	}
-	if !hadPort && r.Metrics != nil {
-		if since, ok := r.seen.done(string(pod.UID)); ok {
-			r.Metrics.PodPortLatency.Observe(time.Since(since).Seconds())
-		}
+	if !hadPort {
+		r.observeLatency(&pod)
 	}
 	return reconcile.Result{}, nil
+}
+
+// ensurePort finds or creates the pod's port (preferring the one its annotation names) and, when it
+// created one, releases the ports of earlier pods of the same name.
+func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutron.NamespaceNet) (neutron.Port, error) {
+	log := klog.FromContext(ctx)
+	var announced annotations.Port
+	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
+	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}
+	port, created, err := r.Neutron.EnsurePort(ctx, ref, nn, announced.ID)
+	if err != nil {
+		r.warn(pod, "PortCreate", "creating the Neutron port", err)
+		return port, err
+	}
+	if created {
+		log.V(2).Info("Created port", "port", port.ID, "ip", firstIP(port.FixedIPs), "node", pod.Spec.NodeName)
+		// A pod deleted and created again under the same name: the old one's port goes now, not at the sweep.
+		if err := r.releaseNamesake(ctx, pod, nn); err != nil {
+			log.Error(err, "Releasing the port of an earlier pod of the same name; the resync will retry")
+		}
+	}
+	return port, nil
+}
+
+// releaseFinished deletes the port of a pod that needs none (finished, or on the host network) and
+// removes its annotations.
+func (r *Reconciler) releaseFinished(ctx context.Context, pod *corev1.Pod) error {
+	n, err := r.Neutron.ReleasePorts(ctx, string(pod.UID))
+	if err != nil {
+		r.warn(pod, "PortDelete", "deleting the port of a finished pod", err)
+		return err
+	}
+	if n > 0 {
+		klog.FromContext(ctx).V(2).Info("Released port of finished pod", "ports", n)
+	}
+	return r.patch(ctx, pod, nil, nil)
+}
+
+// skipExcluded releases the port of a pod whose namespace is excluded, says why on the pod and removes
+// its annotations.
+func (r *Reconciler) skipExcluded(ctx context.Context, pod *corev1.Pod, why string) error {
+	if _, err := r.Neutron.ReleasePorts(ctx, string(pod.UID)); err != nil {
+		return err
+	}
+	controller.Warn(r.Recorder, pod, "NamespaceExcluded", "Skip", "giving the pod a Neutron port", errors.New(why+"; the pod gets no port"))
+	return r.patch(ctx, pod, nil, nil)
+}
+
+// waitForNetwork brings the pod back while its namespace network is being built, and warns on the pod once
+// that takes longer than a network takes to build.
+func (r *Reconciler) waitForNetwork(pod *corev1.Pod, ns *corev1.Namespace) reconcile.Result {
+	waiting := ns.CreationTimestamp.Time // the pod waits since the later of its and its namespace's creation
+	if pod.CreationTimestamp.After(waiting) {
+		waiting = pod.CreationTimestamp.Time
+	}
+	if time.Since(waiting) < networkPatience {
+		return reconcile.Result{RequeueAfter: 2 * time.Second}
+	}
+	// Longer than a network takes to build: say so on the pod, where its owner looks first.
+	r.warn(pod, "NamespaceNetworkMissing", "waiting for the namespace network",
+		fmt.Errorf("namespace %s has no Neutron network yet; its Warning events say why", ns.Name))
+	return reconcile.Result{RequeueAfter: 10 * time.Second}
+}
+
+// observeLatency records how long the pod waited for its first port annotation.
+func (r *Reconciler) observeLatency(pod *corev1.Pod) {
+	if r.Metrics == nil {
+		return
+	}
+	if since, ok := r.seen.done(string(pod.UID)); ok {
+		r.Metrics.PodPortLatency.Observe(time.Since(since).Seconds())
+	}
 }
 
 // patch writes the port and subnet annotations (or removes them when port is nil), only if they differ.
