@@ -93,20 +93,7 @@ func Annotations(svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBala
 	}
 	pools := []annotations.Pool{}
 	for _, w := range want {
-		p := annotations.Pool{Name: w.Name, Protocol: w.Protocol, ProtocolPort: w.Port, LBMethod: w.Algorithm, Members: []annotations.Member{}}
-		for _, l := range cur.Listeners {
-			if l.Protocol == w.Protocol && l.ProtocolPort == w.Port {
-				p.ListenerID = l.ID
-			}
-		}
-		for _, cp := range cur.Pools {
-			if cp.ListenerID == p.ListenerID && p.ListenerID != "" {
-				p.ID = cp.ID
-				for _, m := range cur.Members[cp.ID] {
-					p.Members = append(p.Members, annotations.Member{Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID})
-				}
-			}
-		}
+		p := servedPool(w, cur)
 		if p.ListenerID == "" || p.ID == "" {
 			continue // Octavia refused this port's listener or pool: it is not served, the Warning event says why
 		}
@@ -121,4 +108,24 @@ func Annotations(svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBala
 		return nil, err
 	}
 	return map[string]*string{annotations.ServiceVIP: &vs, annotations.ServicePools: &ps}, nil
+}
+
+// servedPool describes the wanted listener w as Octavia serves it: its listener, pool and members in cur
+// (IDs left empty where Octavia has none).
+func servedPool(w octavia.Listener, cur octavia.Current) annotations.Pool {
+	p := annotations.Pool{Name: w.Name, Protocol: w.Protocol, ProtocolPort: w.Port, LBMethod: w.Algorithm, Members: []annotations.Member{}}
+	for _, l := range cur.Listeners {
+		if l.Protocol == w.Protocol && l.ProtocolPort == w.Port {
+			p.ListenerID = l.ID
+		}
+	}
+	for _, cp := range cur.Pools {
+		if cp.ListenerID == p.ListenerID && p.ListenerID != "" {
+			p.ID = cp.ID
+			for _, m := range cur.Members[cp.ID] {
+				p.Members = append(p.Members, annotations.Member{Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID})
+			}
+		}
+	}
+	return p
 }

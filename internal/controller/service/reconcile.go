@@ -112,17 +112,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile.Result, error) {
-	log := klog.FromContext(ctx)
-	c := r.Neutron.C
-	if c.ServiceSubnet == nil {
-		return reconcile.Result{}, reconcile.TerminalError(errors.New("no service subnet configured"))
-	}
-	subnet := netip.MustParsePrefix(c.ServiceSubnet.CIDR)
-	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
-	if err != nil || !subnet.Contains(ip) {
-		err := fmt.Errorf("clusterIP %s is outside the service subnet %s; set neutron.serviceSubnetCIDR to cover the service-cluster-ip-range", svc.Spec.ClusterIP, subnet)
-		r.warn(svc, "ClusterIPOutsideServiceSubnet", "building the load balancer", err)
-		return reconcile.Result{}, reconcile.TerminalError(err)
+	if err := r.checkClusterIP(svc); err != nil {
+		return reconcile.Result{}, err
 	}
 	vip, err := r.ensureVIP(ctx, svc)
 	if err != nil {
@@ -143,16 +134,7 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 		return reconcile.Result{}, err
 	}
 	if lb.ProvisioningStatus != "ACTIVE" {
-		log.V(3).Info("Load balancer not active yet", "loadBalancer", lb.ID, "status", lb.ProvisioningStatus)
-		if err := r.announceStatus(ctx, svc, lb.ProvisioningStatus); err != nil {
-			return reconcile.Result{}, err
-		}
-		since, stuck := Stuck(lb, time.Now())
-		if stuck {
-			r.warn(svc, "LoadBalancerStuck", "waiting for Octavia", fmt.Errorf("load balancer %s has been %s since %s; Octavia must finish or reset it before Raven can change it",
-				lb.ID, lb.ProvisioningStatus, since.Format(time.RFC3339)))
-		}
-		return reconcile.Result{RequeueAfter: pollAfter(since, time.Now())}, nil
+		return r.waitForActive(ctx, svc, lb)
 	}
 	cur, err := r.current(ctx, lb.ID)
 	if err != nil {
@@ -166,11 +148,7 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 		if _, announced := svc.Annotations[annotations.ServiceVIP]; !announced {
 			// Seed 004: the VIP is announced as soon as the load balancer exists; the pools follow once built.
 			// A Service with many ports takes long to build, and says so meanwhile.
-			early, err := Annotations(svc, vip, lb, nil, want, cur)
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			if err := r.patchAnnotations(ctx, svc, early); err != nil {
+			if err := r.announce(ctx, svc, vip, lb, nil, want, cur); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -185,15 +163,53 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	if err := r.patchStatus(ctx, svc, fip); err != nil {
 		return reconcile.Result{}, err
 	}
-	want2, err := Annotations(svc, vip, lb, fip, want, cur)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := r.patchAnnotations(ctx, svc, want2); err != nil {
+	if err := r.announce(ctx, svc, vip, lb, fip, want, cur); err != nil {
 		return reconcile.Result{}, err
 	}
 	// What Octavia refused is asked again later (a quota may be raised): retry is 0 when nothing was refused.
 	return reconcile.Result{RequeueAfter: retry}, nil
+}
+
+// checkClusterIP refuses, for good, a Service whose clusterIP is outside the service subnet (or a cluster
+// without one): no load balancer can have it as its VIP.
+func (r *Reconciler) checkClusterIP(svc *corev1.Service) error {
+	c := r.Neutron.C
+	if c.ServiceSubnet == nil {
+		return reconcile.TerminalError(errors.New("no service subnet configured"))
+	}
+	subnet := netip.MustParsePrefix(c.ServiceSubnet.CIDR)
+	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	if err != nil || !subnet.Contains(ip) {
+		err := fmt.Errorf("clusterIP %s is outside the service subnet %s; set neutron.serviceSubnetCIDR to cover the service-cluster-ip-range", svc.Spec.ClusterIP, subnet)
+		r.warn(svc, "ClusterIPOutsideServiceSubnet", "building the load balancer", err)
+		return reconcile.TerminalError(err)
+	}
+	return nil
+}
+
+// waitForActive shows the load balancer's PENDING_* status on the Service, warns once it looks stuck, and
+// comes back later.
+func (r *Reconciler) waitForActive(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer) (reconcile.Result, error) {
+	klog.FromContext(ctx).V(3).Info("Load balancer not active yet", "loadBalancer", lb.ID, "status", lb.ProvisioningStatus)
+	if err := r.announceStatus(ctx, svc, lb.ProvisioningStatus); err != nil {
+		return reconcile.Result{}, err
+	}
+	since, stuck := Stuck(lb, time.Now())
+	if stuck {
+		r.warn(svc, "LoadBalancerStuck", "waiting for Octavia", fmt.Errorf("load balancer %s has been %s since %s; Octavia must finish or reset it before Raven can change it",
+			lb.ID, lb.ProvisioningStatus, since.Format(time.RFC3339)))
+	}
+	return reconcile.Result{RequeueAfter: pollAfter(since, time.Now())}, nil
+}
+
+// announce writes the Service's VIP and pool annotations as Octavia serves them now.
+func (r *Reconciler) announce(ctx context.Context, svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBalancer,
+	fip *openstack.FloatingIP, want []octavia.Listener, cur octavia.Current) error {
+	a, err := Annotations(svc, vip, lb, fip, want, cur)
+	if err != nil {
+		return err
+	}
+	return r.patchAnnotations(ctx, svc, a)
 }
 
 // applyNext applies the first step of the plan that Octavia accepts: Octavia locks the load balancer while
@@ -379,12 +395,12 @@ func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service
 		switch {
 		case lb.ProvisioningStatus == "ERROR":
 			r.warn(svc, "LoadBalancerError", "load balancer "+lb.ID+" is in ERROR; rebuilding it", errors.New("ERROR"))
-			if err := openstack.IgnoreNotFound(r.LB.DeleteLoadBalancer(ctx, lb.ID)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+			if err := r.deleteLoadBalancer(ctx, lb.ID); err != nil {
 				return nil, err
 			}
 		case lb.VipPortID != vip.ID && lb.ProvisioningStatus != "PENDING_DELETE":
 			// Built on an old VIP port (the clusterIP changed): replace it.
-			if err := openstack.IgnoreNotFound(r.LB.DeleteLoadBalancer(ctx, lb.ID)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+			if err := r.deleteLoadBalancer(ctx, lb.ID); err != nil {
 				return nil, err
 			}
 		case lb.ProvisioningStatus == "PENDING_DELETE":
@@ -392,7 +408,7 @@ func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service
 			keep = lb
 		default:
 			// A duplicate (a crash between create and the next look): keep the oldest.
-			if err := openstack.IgnoreNotFound(r.LB.DeleteLoadBalancer(ctx, lb.ID)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+			if err := r.deleteLoadBalancer(ctx, lb.ID); err != nil {
 				return nil, err
 			}
 		}
@@ -410,6 +426,15 @@ func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service
 	klog.FromContext(ctx).V(1).Info("Created load balancer", "loadBalancer", lb.ID, "vip", svc.Spec.ClusterIP)
 	r.event(svc, "LoadBalancerCreated", "Create", "load balancer %s with VIP %s", lb.ID, svc.Spec.ClusterIP)
 	return lb, nil
+}
+
+// deleteLoadBalancer deletes a load balancer Raven does not keep. Gone already is fine, and so is busy:
+// the next reconcile asks again.
+func (r *Reconciler) deleteLoadBalancer(ctx context.Context, id string) error {
+	if err := openstack.IgnoreNotFound(r.LB.DeleteLoadBalancer(ctx, id)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+		return err
+	}
+	return nil
 }
 
 func (r *Reconciler) current(ctx context.Context, lbID string) (octavia.Current, error) {

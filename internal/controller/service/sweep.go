@@ -41,7 +41,7 @@ func Sweep(c client.Reader, nm *neutron.Manager, lbc openstack.LoadBalancing, re
 		for i := range svcs.Items {
 			s := &svcs.Items[i]
 			live[string(s.UID)] = true
-			if Served(s) && s.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(s, annotations.ServiceFinalizer) && !hasLB[string(s.UID)] {
+			if lostItsLoadBalancer(s, hasLB) {
 				if !controller.Send(ctx, repairs, s) {
 					return ctx.Err()
 				}
@@ -66,6 +66,12 @@ func Sweep(c client.Reader, nm *neutron.Manager, lbc openstack.LoadBalancing, re
 		}
 		return errors.Join(errs...)
 	}
+}
+
+// lostItsLoadBalancer tells a live, served Service that Raven has built (it has the finalizer) but whose load
+// balancer is gone.
+func lostItsLoadBalancer(s *corev1.Service, hasLB map[string]bool) bool {
+	return Served(s) && s.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(s, annotations.ServiceFinalizer) && !hasLB[string(s.UID)]
 }
 
 // owners lists the Services that own load balancers, floating IPs or VIP ports, each with the time its
