@@ -41,7 +41,8 @@ func (b *Batcher) Create(ctx context.Context, spec openstack.PortSpec) (*opensta
 	b.queue = append(b.queue, r)
 	if b.running < max(b.InFlight, 1) {
 		b.running++
-		go b.loop()
+		// The loop outlives this caller and serves others: it keeps the context's values, not its end.
+		go b.loop(context.WithoutCancel(ctx))
 	}
 	b.mu.Unlock()
 	select {
@@ -52,7 +53,7 @@ func (b *Batcher) Create(ctx context.Context, spec openstack.PortSpec) (*opensta
 	}
 }
 
-func (b *Batcher) loop() {
+func (b *Batcher) loop(ctx context.Context) {
 	for {
 		b.mu.Lock()
 		n := min(len(b.queue), max(b.Max, 1))
@@ -64,13 +65,13 @@ func (b *Batcher) loop() {
 		batch := b.queue[:n:n]
 		b.queue = b.queue[n:]
 		b.mu.Unlock()
-		b.send(batch)
+		b.send(ctx, batch)
 	}
 }
 
-func (b *Batcher) send(batch []*createReq) {
-	// The waiters' contexts may end; the request runs to its end so that its result is recorded.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+func (b *Batcher) send(ctx context.Context, batch []*createReq) {
+	// The waiters' contexts may end (ctx never does); the request runs to its end so that its result is recorded.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if len(batch) > 1 {
 		specs := make([]openstack.PortSpec, len(batch))

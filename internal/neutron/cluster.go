@@ -50,40 +50,15 @@ func EnsureCluster(ctx context.Context, n openstack.Networking, clusterID string
 
 	c.SubnetPoolID = o.PodSubnetPoolID
 	if c.SubnetPoolID == "" {
-		pools, err := n.ListSubnetPools(ctx, openstack.Filter{Tags: clusterTags})
-		if err != nil {
+		if err := c.ensureSubnetPool(ctx, n, o, clusterTags); err != nil {
 			return nil, err
-		}
-		if len(pools) > 0 {
-			c.SubnetPoolID = pools[0].ID
-		} else {
-			p, err := ensureTagged(ctx, n, subnetPoolKind, clusterTags, func(ctx context.Context, d string) (*openstack.SubnetPool, error) {
-				return n.CreateSubnetPool(ctx, openstack.SubnetPoolSpec{Name: "raven-" + clusterID + "-pods", Description: d,
-					Prefixes: []string{o.PodSubnetPoolCIDR}, PrefixLength: o.PodSubnetPrefixLength})
-			})
-			if err != nil {
-				return nil, fmt.Errorf("creating the pod subnet pool: %w", err)
-			}
-			c.SubnetPoolID = p.ID
 		}
 	}
 
 	c.RouterID = o.RouterID
 	if c.RouterID == "" {
-		routers, err := n.ListRouters(ctx, openstack.Filter{Tags: clusterTags})
-		if err != nil {
+		if err := c.ensureRouter(ctx, n, clusterTags); err != nil {
 			return nil, err
-		}
-		if len(routers) > 0 {
-			c.RouterID = routers[0].ID
-		} else {
-			r, err := ensureTagged(ctx, n, routerKind, clusterTags, func(ctx context.Context, d string) (*openstack.Router, error) {
-				return n.CreateRouter(ctx, openstack.RouterSpec{Name: "raven-" + clusterID, Description: d, GatewayNetworkID: c.ExternalNetworkID})
-			})
-			if err != nil {
-				return nil, fmt.Errorf("creating the cluster router: %w", err)
-			}
-			c.RouterID = r.ID
 		}
 	}
 
@@ -96,6 +71,47 @@ func EnsureCluster(ctx context.Context, n openstack.Networking, clusterID string
 		return nil, err
 	}
 	return c, nil
+}
+
+// ensureSubnetPool finds the cluster's pod subnet pool by its tags, or creates it.
+func (c *Cluster) ensureSubnetPool(ctx context.Context, n openstack.Networking, o config.Neutron, clusterTags []string) error {
+	pools, err := n.ListSubnetPools(ctx, openstack.Filter{Tags: clusterTags})
+	if err != nil {
+		return err
+	}
+	if len(pools) > 0 {
+		c.SubnetPoolID = pools[0].ID
+	} else {
+		p, err := ensureTagged(ctx, n, subnetPoolKind, clusterTags, func(ctx context.Context, d string) (*openstack.SubnetPool, error) {
+			return n.CreateSubnetPool(ctx, openstack.SubnetPoolSpec{Name: "raven-" + c.ID + "-pods", Description: d,
+				Prefixes: []string{o.PodSubnetPoolCIDR}, PrefixLength: o.PodSubnetPrefixLength})
+		})
+		if err != nil {
+			return fmt.Errorf("creating the pod subnet pool: %w", err)
+		}
+		c.SubnetPoolID = p.ID
+	}
+	return nil
+}
+
+// ensureRouter finds the cluster's router by its tags, or creates it with its gateway on the external network.
+func (c *Cluster) ensureRouter(ctx context.Context, n openstack.Networking, clusterTags []string) error {
+	routers, err := n.ListRouters(ctx, openstack.Filter{Tags: clusterTags})
+	if err != nil {
+		return err
+	}
+	if len(routers) > 0 {
+		c.RouterID = routers[0].ID
+	} else {
+		r, err := ensureTagged(ctx, n, routerKind, clusterTags, func(ctx context.Context, d string) (*openstack.Router, error) {
+			return n.CreateRouter(ctx, openstack.RouterSpec{Name: "raven-" + c.ID, Description: d, GatewayNetworkID: c.ExternalNetworkID})
+		})
+		if err != nil {
+			return fmt.Errorf("creating the cluster router: %w", err)
+		}
+		c.RouterID = r.ID
+	}
+	return nil
 }
 
 func findNetwork(ctx context.Context, n openstack.Networking, nameOrID string) (string, error) {

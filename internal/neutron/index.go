@@ -130,20 +130,25 @@ func namespaceNets(cluster string, s *Snapshot) map[string]*NamespaceNet {
 			nn.Subnet = &sub
 		}
 	}
+	markAttached(nets, s.RouterPorts)
+	return nets
+}
+
+// markAttached marks the namespace networks whose subnet has one of the router's ports on it.
+func markAttached(nets map[string]*NamespaceNet, routerPorts []openstack.Port) {
 	bySubnet := map[string]*NamespaceNet{} // only the subnet each network keeps
 	for _, nn := range nets {
 		if nn.Subnet != nil {
 			bySubnet[nn.Subnet.ID] = nn
 		}
 	}
-	for _, p := range s.RouterPorts {
+	for _, p := range routerPorts {
 		for _, ip := range p.FixedIPs {
 			if nn := bySubnet[ip.SubnetID]; nn != nil {
 				nn.Attached = true
 			}
 		}
 	}
-	return nets
 }
 
 // replacePortsLocked swaps in the listed ports, except those Raven changed after the listing began: its

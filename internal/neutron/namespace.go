@@ -90,23 +90,9 @@ func (m *Manager) EnsureNamespace(ctx context.Context, uid, name string) (*Names
 func (m *Manager) DeleteNamespace(ctx context.Context, uid string) error {
 	nn := m.X.Network(uid)
 	if nn == nil {
-		owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindNamespace, UID: uid}
-		nets, err := m.N.ListNetworks(ctx, openstack.Filter{Tags: owner.Tags()})
-		if err != nil {
+		var err error
+		if nn, err = m.listNamespaceNet(ctx, uid); err != nil || nn == nil {
 			return err
-		}
-		if len(nets) == 0 {
-			return nil
-		}
-		nn = &NamespaceNet{NamespaceUID: uid, Network: nets[0], Attached: true}
-		subs, err := m.N.ListSubnets(ctx, openstack.Filter{NetworkID: nets[0].ID})
-		if err != nil {
-			return err
-		}
-		for i := range subs {
-			if ownership.Owns(m.C.ID, subs[i].Tags) {
-				nn.Subnet = &subs[i]
-			}
 		}
 	}
 	if m.P != nil {
@@ -122,14 +108,8 @@ func (m *Manager) DeleteNamespace(ctx context.Context, uid string) error {
 		m.X.DropPort(p.ID)
 	}
 	if nn.Subnet != nil {
-		if nn.Attached {
-			err := m.N.RemoveRouterInterface(ctx, m.C.RouterID, nn.Subnet.ID)
-			if err != nil && !openstack.IsNotFound(err) && openstack.KindOf(err) != openstack.KindBadRequest {
-				return err
-			}
-		}
-		if err := m.N.DeleteSubnet(ctx, nn.Subnet.ID); err != nil && !openstack.IsNotFound(err) {
-			return inUse(err, "subnet", nn.Subnet.ID)
+		if err := m.deleteSubnet(ctx, nn); err != nil {
+			return err
 		}
 	}
 	if err := m.N.DeleteNetwork(ctx, nn.Network.ID); err != nil && !openstack.IsNotFound(err) {
@@ -137,6 +117,44 @@ func (m *Manager) DeleteNamespace(ctx context.Context, uid string) error {
 	}
 	m.X.DropNetwork(uid)
 	return nil
+}
+
+// deleteSubnet takes the namespace subnet off the cluster router, then deletes it.
+func (m *Manager) deleteSubnet(ctx context.Context, nn *NamespaceNet) error {
+	if nn.Attached {
+		err := m.N.RemoveRouterInterface(ctx, m.C.RouterID, nn.Subnet.ID)
+		if err != nil && !openstack.IsNotFound(err) && openstack.KindOf(err) != openstack.KindBadRequest {
+			return err
+		}
+	}
+	if err := m.N.DeleteSubnet(ctx, nn.Subnet.ID); err != nil && !openstack.IsNotFound(err) {
+		return inUse(err, "subnet", nn.Subnet.ID)
+	}
+	return nil
+}
+
+// listNamespaceNet asks Neutron for the namespace network the index does not hold, with its subnet; nil
+// when there is none. The router interface is taken to be there (removing it is harmless when not).
+func (m *Manager) listNamespaceNet(ctx context.Context, uid string) (*NamespaceNet, error) {
+	owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindNamespace, UID: uid}
+	nets, err := m.N.ListNetworks(ctx, openstack.Filter{Tags: owner.Tags()})
+	if err != nil {
+		return nil, err
+	}
+	if len(nets) == 0 {
+		return nil, nil
+	}
+	nn := &NamespaceNet{NamespaceUID: uid, Network: nets[0], Attached: true}
+	subs, err := m.N.ListSubnets(ctx, openstack.Filter{NetworkID: nets[0].ID})
+	if err != nil {
+		return nil, err
+	}
+	for i := range subs {
+		if ownership.Owns(m.C.ID, subs[i].Tags) {
+			nn.Subnet = &subs[i]
+		}
+	}
+	return nn, nil
 }
 
 func inUse(err error, what, id string) error {
