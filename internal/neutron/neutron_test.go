@@ -83,17 +83,8 @@ func TestEnsureNamespaceAndPort(t *testing.T) {
 			wantPorts: 1,
 		},
 		{
-			name: "two ports of one pod (a duplicate) become one",
-			prepare: func(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet) {
-				owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: "uid-1", Name: "ns/p"}
-				for range 2 {
-					if _, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: nn.Network.ID, DeviceID: "uid-1", Tags: owner.Tags()}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				snap, _ := List(ctx, n, m.C)
-				m.X.Replace("c1", snap)
-			},
+			name:      "two ports of one pod (a duplicate) become one",
+			prepare:   twoPortsOfOnePod,
 			wantPorts: 1,
 		},
 		{
@@ -237,6 +228,44 @@ func TestConcurrentReleasesSendOneDelete(t *testing.T) {
 	}
 }
 
+// twoPortsOfOnePod creates two tagged ports for pod uid-1 in Neutron and lists them into the index.
+func twoPortsOfOnePod(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet) {
+	ctx := context.Background()
+	owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: "uid-1", Name: "ns/p"}
+	for range 2 {
+		if _, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: nn.Network.ID, DeviceID: "uid-1", Tags: owner.Tags()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, _ := List(ctx, n, m.C)
+	m.X.Replace("c1", snap)
+}
+
+// podPort gives the pod a port: taken from the pool when claimed (Neutron not yet showing the claim),
+// else ensured as usual.
+func podPort(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet, pod PodRef, owner ownership.Owner, claimed bool) openstack.Port {
+	ctx := context.Background()
+	var port openstack.Port
+	if claimed {
+		pool := ownership.Owner{Cluster: "c1", Kind: ownership.KindPool, Name: "ns"}
+		free, err := n.CreatePort(ctx, openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, Tags: pool.Tags()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.X.PutPort("c1", *free)
+		var ok bool
+		if port, ok, err = m.P.Take(ctx, nn, pod, owner); err != nil || !ok {
+			t.Fatalf("no pool port taken (%v)", err)
+		}
+	} else {
+		var err error
+		if port, _, err = m.EnsurePort(ctx, pod, nn, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return port
+}
+
 func TestReleaseRecyclesIntoThePool(t *testing.T) {
 	ctx := context.Background()
 	pod := PodRef{UID: "uid-1", Namespace: "ns", Name: "p"}
@@ -257,24 +286,7 @@ func TestReleaseRecyclesIntoThePool(t *testing.T) {
 			m, nn := setupNamespace(t, n)
 			m.P = &Pools{M: m, Cfg: tc.cfg}
 			owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: pod.UID, Name: "ns/p"}
-			var port openstack.Port
-			if tc.claimed {
-				pool := ownership.Owner{Cluster: "c1", Kind: ownership.KindPool, Name: "ns"}
-				free, err := n.CreatePort(ctx, openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, Tags: pool.Tags()})
-				if err != nil {
-					t.Fatal(err)
-				}
-				m.X.PutPort("c1", *free)
-				var ok bool
-				if port, ok, err = m.P.Take(ctx, nn, pod, owner); err != nil || !ok {
-					t.Fatalf("no pool port taken (%v)", err)
-				}
-			} else {
-				var err error
-				if port, _, err = m.EnsurePort(ctx, pod, nn, ""); err != nil {
-					t.Fatal(err)
-				}
-			}
+			port := podPort(t, n, m, nn, pod, owner, tc.claimed)
 			if _, err := m.ReleasePorts(ctx, pod.UID); err != nil {
 				t.Fatal(err)
 			}

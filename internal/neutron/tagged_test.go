@@ -78,51 +78,66 @@ func TestAFailedTagCallLeavesNoDuplicate(t *testing.T) {
 					t.Errorf("%s: %d, want %d (all: %v)", k, got[k], v, got)
 				}
 			}
-			n.Lock()
-			defer n.Unlock()
-			for _, x := range n.Nets {
-				if x.ID != "public" && !ownership.Owns("c1", x.Tags) {
-					t.Errorf("network %s is left untagged", x.ID)
-				}
-			}
-			for _, x := range n.Subnets {
-				if !ownership.Owns("c1", x.Tags) {
-					t.Errorf("subnet %s is left untagged", x.ID)
-				}
-			}
-			for _, x := range n.FIPs {
-				if !ownership.Owns("c1", x.Tags) {
-					t.Errorf("floating IP %s is left untagged", x.ID)
-				}
-			}
+			checkAllTagged(t, n)
 		})
 	}
 	t.Run("cluster objects whose tag calls fail are neither duplicated nor left untagged", func(t *testing.T) {
 		for _, method := range []string{"DeleteSubnetPool", "DeleteRouter", "DeleteNetwork", "DeleteSubnet"} {
-			n := fake.NewNeutron()
-			n.Fail("ReplaceTags", 1, serverError)
-			n.Fail(method, 1, serverError)
-			var err error
-			for attempt := 0; attempt < 6; attempt++ {
-				if _, err = EnsureCluster(ctx, n, "c1", opts, true); err == nil {
-					break
-				}
-			}
-			if err != nil {
-				t.Fatalf("%s: EnsureCluster never succeeded: %v", method, err)
-			}
-			if _, err := EnsureCluster(ctx, n, "c1", opts, true); err != nil {
-				t.Fatal(err)
-			}
-			want := map[string]int{"networks": 1, "subnets": 1, "subnetpools": 1, "routers": 1}
-			got := count(n)
-			for k, v := range want {
-				if got[k] != v {
-					t.Errorf("%s failing: %s: %d, want %d", method, k, got[k], v)
-				}
-			}
+			clusterAfterFailedTagAndDelete(t, opts, method)
 		}
 	})
+}
+
+// checkAllTagged fails the test for each network (but the external one), subnet or floating IP in n
+// without the cluster's tags.
+func checkAllTagged(t *testing.T, n *fake.Neutron) {
+	t.Helper()
+	n.Lock()
+	defer n.Unlock()
+	for _, x := range n.Nets {
+		if x.ID != "public" && !ownership.Owns("c1", x.Tags) {
+			t.Errorf("network %s is left untagged", x.ID)
+		}
+	}
+	for _, x := range n.Subnets {
+		if !ownership.Owns("c1", x.Tags) {
+			t.Errorf("subnet %s is left untagged", x.ID)
+		}
+	}
+	for _, x := range n.FIPs {
+		if !ownership.Owns("c1", x.Tags) {
+			t.Errorf("floating IP %s is left untagged", x.ID)
+		}
+	}
+}
+
+// clusterAfterFailedTagAndDelete runs EnsureCluster with a failing tag call and a failing method until it
+// succeeds, then once more, and checks that each cluster object exists once.
+func clusterAfterFailedTagAndDelete(t *testing.T, opts config.Neutron, method string) {
+	t.Helper()
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	n.Fail("ReplaceTags", 1, serverError)
+	n.Fail(method, 1, serverError)
+	var err error
+	for attempt := 0; attempt < 6; attempt++ {
+		if _, err = EnsureCluster(ctx, n, "c1", opts, true); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("%s: EnsureCluster never succeeded: %v", method, err)
+	}
+	if _, err := EnsureCluster(ctx, n, "c1", opts, true); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"networks": 1, "subnets": 1, "subnetpools": 1, "routers": 1}
+	got := count(n)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s failing: %s: %d, want %d", method, k, got[k], v)
+		}
+	}
 }
 
 func TestAttachTellsAFaultFromAnInterfaceAlreadyThere(t *testing.T) {
