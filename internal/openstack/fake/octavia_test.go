@@ -122,20 +122,7 @@ func TestOctaviaObjects(t *testing.T) {
 		name  string
 		check func(t *testing.T, o *fake.Octavia, lb *openstack.LoadBalancer, l *openstack.Listener, p *openstack.Pool)
 	}{
-		{"a list by tags returns only load balancers with every tag", func(t *testing.T, o *fake.Octavia, _ *openstack.LoadBalancer, _ *openstack.Listener, _ *openstack.Pool) {
-			if _, err := o.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{VipPortID: "v2", Tags: []string{"raven.cluster=c2", "raven.kind=service"}}); err != nil {
-				t.Fatal(err)
-			}
-			for tags, want := range map[string]int{"raven.kind=service": 2, "raven.cluster=c1,raven.kind=service": 1, "raven.cluster=c3": 0, "": 2} {
-				var filter []string
-				if tags != "" {
-					filter = strings.Split(tags, ",")
-				}
-				if got, _ := o.ListLoadBalancers(ctx, filter); len(got) != want {
-					t.Errorf("tags %q: %d load balancers, want %d", tags, len(got), want)
-				}
-			}
-		}},
+		{"a list by tags returns only load balancers with every tag", listsByEveryTag},
 		{"a second listener on the same protocol and port is a conflict", func(t *testing.T, o *fake.Octavia, lb *openstack.LoadBalancer, _ *openstack.Listener, _ *openstack.Pool) {
 			_, err := o.CreateListener(ctx, openstack.ListenerSpec{LoadBalancerID: lb.ID, Protocol: "TCP", ProtocolPort: 80})
 			if openstack.KindOf(err) != openstack.KindConflict {
@@ -145,16 +132,7 @@ func TestOctaviaObjects(t *testing.T) {
 				t.Fatalf("UDP next to TCP on one port: %v", err)
 			}
 		}},
-		{"a pool joins its listener, and a second pool on it is a conflict", func(t *testing.T, o *fake.Octavia, lb *openstack.LoadBalancer, l *openstack.Listener, p *openstack.Pool) {
-			ls, _ := o.ListListeners(ctx, lb.ID)
-			ps, _ := o.ListPools(ctx, lb.ID)
-			if len(ls) != 1 || ls[0].DefaultPoolID != p.ID || len(ps) != 1 || ps[0].ListenerID != l.ID || ps[0].Listeners[0].ID != l.ID {
-				t.Fatalf("listeners %+v, pools %+v", ls, ps)
-			}
-			if _, err := o.CreatePool(ctx, openstack.PoolSpec{ListenerID: l.ID, Protocol: "TCP", LBAlgorithm: "ROUND_ROBIN"}); openstack.KindOf(err) != openstack.KindConflict {
-				t.Fatalf("err %v, want Conflict", err)
-			}
-		}},
+		{"a pool joins its listener, and a second pool on it is a conflict", poolJoinsItsListener},
 		{"deleting a listener leaves its pool on the load balancer without a listener", func(t *testing.T, o *fake.Octavia, lb *openstack.LoadBalancer, l *openstack.Listener, _ *openstack.Pool) {
 			if err := o.DeleteListener(ctx, l.ID); err != nil {
 				t.Fatal(err)
@@ -164,33 +142,8 @@ func TestOctaviaObjects(t *testing.T) {
 				t.Fatalf("pools %+v, want one without a listener", ps)
 			}
 		}},
-		{"deleting a pool removes its members and frees its listener", func(t *testing.T, o *fake.Octavia, lb *openstack.LoadBalancer, l *openstack.Listener, p *openstack.Pool) {
-			if err := o.DeletePool(ctx, p.ID); err != nil {
-				t.Fatal(err)
-			}
-			if ls, _ := o.ListListeners(ctx, lb.ID); ls[0].DefaultPoolID != "" {
-				t.Fatalf("listener still names pool %s", ls[0].DefaultPoolID)
-			}
-			if err := o.DeletePool(ctx, p.ID); !openstack.IsNotFound(err) {
-				t.Fatalf("a second delete: %v, want NotFound", err)
-			}
-			if _, err := o.CreatePool(ctx, openstack.PoolSpec{ListenerID: l.ID, Protocol: "TCP", LBAlgorithm: "SOURCE_IP"}); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"a batch update keeps the IDs of members it keeps and drops the others", func(t *testing.T, o *fake.Octavia, _ *openstack.LoadBalancer, _ *openstack.Listener, p *openstack.Pool) {
-			before, _ := o.ListMembers(ctx, p.ID)
-			if err := o.ReplaceMembers(ctx, p.ID, []openstack.MemberSpec{{Address: "10.244.0.3", ProtocolPort: 8080}, {Address: "10.244.0.4", ProtocolPort: 8080}}); err != nil {
-				t.Fatal(err)
-			}
-			after, _ := o.ListMembers(ctx, p.ID)
-			if len(after) != 2 || after[0].ID != before[1].ID || after[1].Address != "10.244.0.4" || after[1].ID == before[0].ID {
-				t.Fatalf("members %+v after %+v", after, before)
-			}
-			if after[0].ProvisioningStatus != "ACTIVE" {
-				t.Fatalf("member status %s, want ACTIVE once the change completed", after[0].ProvisioningStatus)
-			}
-		}},
+		{"deleting a pool removes its members and frees its listener", deletingAPoolFreesItsListener},
+		{"a batch update keeps the IDs of members it keeps and drops the others", batchUpdateKeepsMemberIDs},
 		{"an unknown lb_algorithm is a bad request", func(t *testing.T, o *fake.Octavia, lb *openstack.LoadBalancer, _ *openstack.Listener, _ *openstack.Pool) {
 			l2, err := o.CreateListener(ctx, openstack.ListenerSpec{LoadBalancerID: lb.ID, Protocol: "TCP", ProtocolPort: 81})
 			if err != nil {
@@ -218,6 +171,65 @@ func TestOctaviaObjects(t *testing.T) {
 			lb, l, p := built(t, o, "raven.cluster=c1", "raven.kind=service")
 			tc.check(t, o, lb, l, p)
 		})
+	}
+}
+
+func listsByEveryTag(t *testing.T, o *fake.Octavia, _ *openstack.LoadBalancer, _ *openstack.Listener, _ *openstack.Pool) {
+	ctx := context.Background()
+	if _, err := o.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{VipPortID: "v2", Tags: []string{"raven.cluster=c2", "raven.kind=service"}}); err != nil {
+		t.Fatal(err)
+	}
+	for tags, want := range map[string]int{"raven.kind=service": 2, "raven.cluster=c1,raven.kind=service": 1, "raven.cluster=c3": 0, "": 2} {
+		var filter []string
+		if tags != "" {
+			filter = strings.Split(tags, ",")
+		}
+		if got, _ := o.ListLoadBalancers(ctx, filter); len(got) != want {
+			t.Errorf("tags %q: %d load balancers, want %d", tags, len(got), want)
+		}
+	}
+}
+
+func poolJoinsItsListener(t *testing.T, o *fake.Octavia, lb *openstack.LoadBalancer, l *openstack.Listener, p *openstack.Pool) {
+	ctx := context.Background()
+	ls, _ := o.ListListeners(ctx, lb.ID)
+	ps, _ := o.ListPools(ctx, lb.ID)
+	if len(ls) != 1 || ls[0].DefaultPoolID != p.ID || len(ps) != 1 || ps[0].ListenerID != l.ID || ps[0].Listeners[0].ID != l.ID {
+		t.Fatalf("listeners %+v, pools %+v", ls, ps)
+	}
+	if _, err := o.CreatePool(ctx, openstack.PoolSpec{ListenerID: l.ID, Protocol: "TCP", LBAlgorithm: "ROUND_ROBIN"}); openstack.KindOf(err) != openstack.KindConflict {
+		t.Fatalf("err %v, want Conflict", err)
+	}
+}
+
+func deletingAPoolFreesItsListener(t *testing.T, o *fake.Octavia, lb *openstack.LoadBalancer, l *openstack.Listener, p *openstack.Pool) {
+	ctx := context.Background()
+	if err := o.DeletePool(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ls, _ := o.ListListeners(ctx, lb.ID); ls[0].DefaultPoolID != "" {
+		t.Fatalf("listener still names pool %s", ls[0].DefaultPoolID)
+	}
+	if err := o.DeletePool(ctx, p.ID); !openstack.IsNotFound(err) {
+		t.Fatalf("a second delete: %v, want NotFound", err)
+	}
+	if _, err := o.CreatePool(ctx, openstack.PoolSpec{ListenerID: l.ID, Protocol: "TCP", LBAlgorithm: "SOURCE_IP"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func batchUpdateKeepsMemberIDs(t *testing.T, o *fake.Octavia, _ *openstack.LoadBalancer, _ *openstack.Listener, p *openstack.Pool) {
+	ctx := context.Background()
+	before, _ := o.ListMembers(ctx, p.ID)
+	if err := o.ReplaceMembers(ctx, p.ID, []openstack.MemberSpec{{Address: "10.244.0.3", ProtocolPort: 8080}, {Address: "10.244.0.4", ProtocolPort: 8080}}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := o.ListMembers(ctx, p.ID)
+	if len(after) != 2 || after[0].ID != before[1].ID || after[1].Address != "10.244.0.4" || after[1].ID == before[0].ID {
+		t.Fatalf("members %+v after %+v", after, before)
+	}
+	if after[0].ProvisioningStatus != "ACTIVE" {
+		t.Fatalf("member status %s, want ACTIVE once the change completed", after[0].ProvisioningStatus)
 	}
 }
 
