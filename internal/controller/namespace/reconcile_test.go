@@ -132,50 +132,9 @@ func TestNamespaceGetsItsNetwork(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Reconcile = %v, wantErr %v", err, tc.wantErr)
 			}
-			ws := w.warnings()
-			if tc.wantReason != "" {
-				if len(ws) != 1 || !strings.Contains(ws[0], "Warning "+tc.wantReason+" ") {
-					t.Fatalf("Warnings %q, want one %s", ws, tc.wantReason)
-				}
-				if !controllerutil.ContainsFinalizer(w.get(t, "ns"), annotations.NamespaceFinalizer) {
-					t.Fatal("the finalizer must be on before the first OpenStack write")
-				}
-				if _, err := w.reconcile(t, "ns"); err != nil {
-					t.Fatalf("retry: %v", err)
-				}
-			} else if len(ws) != 0 {
-				t.Fatalf("Warnings %q", ws)
-			}
-			nets := 0
-			for _, x := range w.n.Nets {
-				if slices.Contains(x.Tags, "raven.uid=ns-uid") {
-					nets++
-				}
-			}
-			net, sub := w.network("ns-uid")
-			if nets != 1 || sub == nil {
-				t.Fatalf("%d networks, subnet %v; want one of each", nets, sub)
-			}
-			if sub.SubnetPoolID != w.m.C.SubnetPoolID || !strings.HasPrefix(sub.CIDR, "10.244.") || !strings.HasSuffix(sub.CIDR, "/24") {
-				t.Fatalf("subnet %+v is not a /24 of the pod pool", sub)
-			}
-			if !w.attached(sub.ID) {
-				t.Fatal("the subnet is not on the cluster router")
-			}
-			ns := w.get(t, "ns")
-			if !controllerutil.ContainsFinalizer(ns, annotations.NamespaceFinalizer) {
-				t.Fatal("no finalizer")
-			}
-			var na annotations.Network
-			if ok, err := annotations.Decode(ns.Annotations, annotations.NamespaceNetwork, &na); !ok || err != nil {
-				t.Fatalf("network annotation: %v %v", ok, err)
-			}
-			if na.ID != net.ID || na.RouterID != w.m.C.RouterID {
-				t.Fatalf("network annotation %+v, network %s, router %s", na, net.ID, w.m.C.RouterID)
-			}
-			if raw := ns.Annotations[annotations.NamespaceSubnet]; !strings.Contains(raw, sub.ID) || !strings.Contains(raw, sub.CIDR) {
-				t.Fatalf("subnet annotation %s does not name subnet %s (%s)", raw, sub.ID, sub.CIDR)
-			}
+			checkWarningThenRetry(t, w, tc.wantReason)
+			net, sub := checkOneNetworkOnTheRouter(t, w)
+			ns := checkNamespaceAnnotations(t, w, net, sub)
 			// In sync, a reconcile writes nothing: no Neutron write, no patch.
 			writes, rv := w.n.Writes, ns.ResourceVersion
 			if _, err := w.reconcile(t, "ns"); err != nil || w.n.Writes != writes || w.get(t, "ns").ResourceVersion != rv {
@@ -186,6 +145,70 @@ func TestNamespaceGetsItsNetwork(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkWarningThenRetry checks the Warnings recorded so far: one with reason, after which the finalizer is on
+// and a retry succeeds; none when reason is empty.
+func checkWarningThenRetry(t *testing.T, w *world, reason string) {
+	t.Helper()
+	ws := w.warnings()
+	if reason != "" {
+		if len(ws) != 1 || !strings.Contains(ws[0], "Warning "+reason+" ") {
+			t.Fatalf("Warnings %q, want one %s", ws, reason)
+		}
+		if !controllerutil.ContainsFinalizer(w.get(t, "ns"), annotations.NamespaceFinalizer) {
+			t.Fatal("the finalizer must be on before the first OpenStack write")
+		}
+		if _, err := w.reconcile(t, "ns"); err != nil {
+			t.Fatalf("retry: %v", err)
+		}
+	} else if len(ws) != 0 {
+		t.Fatalf("Warnings %q", ws)
+	}
+}
+
+// checkOneNetworkOnTheRouter checks that namespace ns-uid has one network, with a /24 of the pod pool on the
+// cluster router, and returns them.
+func checkOneNetworkOnTheRouter(t *testing.T, w *world) (*openstack.Network, *openstack.Subnet) {
+	t.Helper()
+	nets := 0
+	for _, x := range w.n.Nets {
+		if slices.Contains(x.Tags, "raven.uid=ns-uid") {
+			nets++
+		}
+	}
+	net, sub := w.network("ns-uid")
+	if nets != 1 || sub == nil {
+		t.Fatalf("%d networks, subnet %v; want one of each", nets, sub)
+	}
+	if sub.SubnetPoolID != w.m.C.SubnetPoolID || !strings.HasPrefix(sub.CIDR, "10.244.") || !strings.HasSuffix(sub.CIDR, "/24") {
+		t.Fatalf("subnet %+v is not a /24 of the pod pool", sub)
+	}
+	if !w.attached(sub.ID) {
+		t.Fatal("the subnet is not on the cluster router")
+	}
+	return net, sub
+}
+
+// checkNamespaceAnnotations checks that namespace ns has the finalizer and annotations naming net, the
+// router and sub, and returns it.
+func checkNamespaceAnnotations(t *testing.T, w *world, net *openstack.Network, sub *openstack.Subnet) *corev1.Namespace {
+	t.Helper()
+	ns := w.get(t, "ns")
+	if !controllerutil.ContainsFinalizer(ns, annotations.NamespaceFinalizer) {
+		t.Fatal("no finalizer")
+	}
+	var na annotations.Network
+	if ok, err := annotations.Decode(ns.Annotations, annotations.NamespaceNetwork, &na); !ok || err != nil {
+		t.Fatalf("network annotation: %v %v", ok, err)
+	}
+	if na.ID != net.ID || na.RouterID != w.m.C.RouterID {
+		t.Fatalf("network annotation %+v, network %s, router %s", na, net.ID, w.m.C.RouterID)
+	}
+	if raw := ns.Annotations[annotations.NamespaceSubnet]; !strings.Contains(raw, sub.ID) || !strings.Contains(raw, sub.CIDR) {
+		t.Fatalf("subnet annotation %s does not name subnet %s (%s)", raw, sub.ID, sub.CIDR)
+	}
+	return ns
 }
 
 func TestNamespaceTeardown(t *testing.T) {
@@ -234,68 +257,85 @@ func TestNamespaceTeardown(t *testing.T) {
 			var ns corev1.Namespace
 			getErr := w.c.Get(ctx, types.NamespacedName{Name: "ns"}, &ns)
 			if tc.podPorts > 0 || tc.wantErr {
-				if tc.podPorts > 0 && res.RequeueAfter != time.Second {
-					t.Fatalf("result %+v, want a look again in a second", res)
-				}
-				if getErr != nil || !controllerutil.ContainsFinalizer(&ns, annotations.NamespaceFinalizer) {
-					t.Fatalf("the namespace lost its finalizer (%v)", getErr)
-				}
-				if _, ok := w.n.Nets[net.ID]; !ok {
-					t.Fatal("the network went while ports were on it")
-				}
-				if tc.podPorts > 0 && (w.n.Subnets[sub.ID] == nil || !w.attached(sub.ID)) {
-					t.Fatal("the subnet or its router interface went while pod ports were on it")
-				}
-				if ws := w.warnings(); tc.wantErr != (len(ws) == 1 && strings.Contains(ws[0], "Warning NetworkDelete")) {
-					t.Fatalf("Warnings %q", ws)
-				}
+				checkTeardownWaits(t, w, tc.podPorts, tc.wantErr, res, getErr, &ns, net, sub)
 				return
 			}
-			if !apierrors.IsNotFound(getErr) {
-				t.Fatalf("the namespace is still there (%v), finalizers %v", getErr, ns.Finalizers)
-			}
-			if _, ok := w.n.Nets[net.ID]; ok {
-				t.Fatal("network left")
-			}
-			if _, ok := w.n.Subnets[sub.ID]; ok || w.attached(sub.ID) {
-				t.Fatal("subnet or router interface left")
-			}
-			if w.m.X.Network("ns-uid") != nil {
-				t.Fatal("the index still holds the network")
-			}
+			checkTornDown(t, w, getErr, &ns, net, sub)
 		})
 	}
 
-	t.Run("once the last pod port is gone the waiting namespace is torn down", func(t *testing.T) {
-		ctx := context.Background()
-		w := newWorld(t)
-		if _, err := w.reconcile(t, "ns"); err != nil {
-			t.Fatal(err)
-		}
-		nn := w.m.X.Network("ns-uid")
-		if _, _, err := w.m.EnsurePort(ctx, neutron.PodRef{UID: "pod-a", Namespace: "ns", Name: "a"}, nn, ""); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.c.Delete(ctx, w.get(t, "ns")); err != nil {
-			t.Fatal(err)
-		}
-		if res, err := w.reconcile(t, "ns"); err != nil || res.RequeueAfter == 0 {
-			t.Fatalf("%+v, %v; want a wait", res, err)
-		}
-		if _, err := w.m.ReleasePorts(ctx, "pod-a"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.reconcile(t, "ns"); err != nil {
-			t.Fatal(err)
-		}
-		if net, _ := w.network("ns-uid"); net != nil {
-			t.Fatal("network left")
-		}
-		var ns corev1.Namespace
-		if err := w.c.Get(ctx, types.NamespacedName{Name: "ns"}, &ns); !apierrors.IsNotFound(err) {
-			t.Fatalf("namespace still there: %v", err)
-		}
-	})
+	t.Run("once the last pod port is gone the waiting namespace is torn down", teardownAfterTheLastPodPort)
+}
+
+// checkTeardownWaits checks a teardown that must wait (pod ports left) or fail (a foreign port): the
+// namespace keeps its finalizer and the network (and, while pod ports are left, the subnet on the router);
+// a failure is one NetworkDelete Warning.
+func checkTeardownWaits(t *testing.T, w *world, podPorts int, wantErr bool, res reconcile.Result, getErr error, ns *corev1.Namespace,
+	net *openstack.Network, sub *openstack.Subnet) {
+	t.Helper()
+	if podPorts > 0 && res.RequeueAfter != time.Second {
+		t.Fatalf("result %+v, want a look again in a second", res)
+	}
+	if getErr != nil || !controllerutil.ContainsFinalizer(ns, annotations.NamespaceFinalizer) {
+		t.Fatalf("the namespace lost its finalizer (%v)", getErr)
+	}
+	if _, ok := w.n.Nets[net.ID]; !ok {
+		t.Fatal("the network went while ports were on it")
+	}
+	if podPorts > 0 && (w.n.Subnets[sub.ID] == nil || !w.attached(sub.ID)) {
+		t.Fatal("the subnet or its router interface went while pod ports were on it")
+	}
+	if ws := w.warnings(); wantErr != (len(ws) == 1 && strings.Contains(ws[0], "Warning NetworkDelete")) {
+		t.Fatalf("Warnings %q", ws)
+	}
+}
+
+// checkTornDown checks that the namespace is gone with its network, subnet, router interface and index entry.
+func checkTornDown(t *testing.T, w *world, getErr error, ns *corev1.Namespace, net *openstack.Network, sub *openstack.Subnet) {
+	t.Helper()
+	if !apierrors.IsNotFound(getErr) {
+		t.Fatalf("the namespace is still there (%v), finalizers %v", getErr, ns.Finalizers)
+	}
+	if _, ok := w.n.Nets[net.ID]; ok {
+		t.Fatal("network left")
+	}
+	if _, ok := w.n.Subnets[sub.ID]; ok || w.attached(sub.ID) {
+		t.Fatal("subnet or router interface left")
+	}
+	if w.m.X.Network("ns-uid") != nil {
+		t.Fatal("the index still holds the network")
+	}
+}
+
+func teardownAfterTheLastPodPort(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	if _, err := w.reconcile(t, "ns"); err != nil {
+		t.Fatal(err)
+	}
+	nn := w.m.X.Network("ns-uid")
+	if _, _, err := w.m.EnsurePort(ctx, neutron.PodRef{UID: "pod-a", Namespace: "ns", Name: "a"}, nn, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.c.Delete(ctx, w.get(t, "ns")); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.reconcile(t, "ns"); err != nil || res.RequeueAfter == 0 {
+		t.Fatalf("%+v, %v; want a wait", res, err)
+	}
+	if _, err := w.m.ReleasePorts(ctx, "pod-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.reconcile(t, "ns"); err != nil {
+		t.Fatal(err)
+	}
+	if net, _ := w.network("ns-uid"); net != nil {
+		t.Fatal("network left")
+	}
+	var ns corev1.Namespace
+	if err := w.c.Get(ctx, types.NamespacedName{Name: "ns"}, &ns); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace still there: %v", err)
+	}
 }
 
 func TestANewNamespaceDoesNotWaitBehindTeardowns(t *testing.T) {

@@ -151,16 +151,22 @@ func TestReconcile(t *testing.T) {
 				t.Fatalf("annotation %+v does not match port %+v", a, ports[0])
 			}
 			if tc.wantReason != "" {
-				select {
-				case ev := <-w.recorder.Events:
-					if !strings.Contains(ev, "Warning "+tc.wantReason) {
-						t.Fatalf("event %q, want a Warning %s", ev, tc.wantReason)
-					}
-				default:
-					t.Fatal("no event recorded")
-				}
+				checkWarning(t, w, tc.wantReason)
 			}
 		})
+	}
+}
+
+// checkWarning fails the test unless the next recorded event is a Warning with this reason.
+func checkWarning(t *testing.T, w *world, reason string) {
+	t.Helper()
+	select {
+	case ev := <-w.recorder.Events:
+		if !strings.Contains(ev, "Warning "+reason) {
+			t.Fatalf("event %q, want a Warning %s", ev, reason)
+		}
+	default:
+		t.Fatal("no event recorded")
 	}
 }
 
