@@ -37,6 +37,7 @@ type Index struct {
 	touched map[string]time.Time
 	// netTouched does the same for namespace networks, by namespace UID.
 	netTouched map[string]time.Time
+	portsLoaded bool
 	// written are the ports this process created, claimed or changed for an owner it had seen: their owner's
 	// absence from the cache is proof that it is gone, whatever the port's age.
 	written map[string]bool
@@ -58,19 +59,32 @@ type Snapshot struct {
 	Subnets     []openstack.Subnet
 	Ports       []openstack.Port // pod and pool ports
 	RouterPorts []openstack.Port // interfaces of the cluster router
+	// WithPorts says Ports were listed (ListNetworks leaves them out).
+	WithPorts bool
 }
 
 // List reads the snapshot with four list calls, whatever the number of namespaces and pods.
 func List(ctx context.Context, n openstack.Networking, c *Cluster) (*Snapshot, error) {
+	s, err := ListNetworks(ctx, n, c)
+	if err != nil {
+		return nil, err
+	}
+	if s.Ports, err = n.ListPorts(ctx, openstack.Filter{Tags: ownership.ClusterSelector(c.ID)}); err != nil {
+		return nil, err
+	}
+	s.WithPorts = true
+	return s, nil
+}
+
+// ListNetworks reads the namespace networks, their subnets and the router's interfaces (three list calls),
+// without the pod ports: enough to serve new pods while the ports are listed.
+func ListNetworks(ctx context.Context, n openstack.Networking, c *Cluster) (*Snapshot, error) {
 	s := &Snapshot{Started: time.Now()}
 	var err error
 	if s.Networks, err = n.ListNetworks(ctx, openstack.Filter{Tags: ownership.Selector(c.ID, ownership.KindNamespace)}); err != nil {
 		return nil, err
 	}
 	if s.Subnets, err = n.ListSubnets(ctx, openstack.Filter{Tags: ownership.Selector(c.ID, ownership.KindNamespace)}); err != nil {
-		return nil, err
-	}
-	if s.Ports, err = n.ListPorts(ctx, openstack.Filter{Tags: ownership.ClusterSelector(c.ID)}); err != nil {
 		return nil, err
 	}
 	if s.RouterPorts, err = n.ListPorts(ctx, openstack.Filter{DeviceID: c.RouterID}); err != nil {
@@ -85,7 +99,18 @@ func (x *Index) Replace(cluster string, s *Snapshot) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.replaceNetsLocked(nets, s.Started)
-	x.replacePortsLocked(cluster, s)
+	if s.WithPorts {
+		x.replacePortsLocked(cluster, s)
+		x.portsLoaded = true
+	}
+}
+
+// PortsLoaded says the index holds every port of the cluster (a full listing was applied); before that it
+// knows only ports this process wrote.
+func (x *Index) PortsLoaded() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.portsLoaded
 }
 
 // replaceNetsLocked swaps in the listed namespace networks, except those Raven set or dropped after the
@@ -304,6 +329,14 @@ func (x *Index) touch(id string) {
 		x.written = map[string]bool{}
 	}
 	x.written[id] = true
+}
+
+// Known says the index holds the port.
+func (x *Index) Known(id string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	_, ok := x.ports[id]
+	return ok
 }
 
 // Written says this process created, claimed or changed the port (see Index.written).

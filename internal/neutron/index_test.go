@@ -113,7 +113,7 @@ func TestReplaceKeepsChangesMadeWhileListing(t *testing.T) {
 				tc.before(x)
 			}
 			time.Sleep(2 * time.Millisecond)
-			snap := &Snapshot{Started: time.Now(), Ports: tc.listed, Networks: tc.nets}
+			snap := &Snapshot{Started: time.Now(), Ports: tc.listed, Networks: tc.nets, WithPorts: true}
 			time.Sleep(2 * time.Millisecond)
 			if tc.during != nil {
 				tc.during(x)

@@ -209,3 +209,29 @@ func TestPoolsFillOnlyWherePodsAreCreated(t *testing.T) {
 		}
 	}
 }
+
+func TestBeforeThePortsAreListedAPodFindsItsOwnPort(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m, nn := setupNamespace(t, n)
+	pod := PodRef{UID: "uid-1", Namespace: "ns", Name: "p", Node: "node-a"}
+	first, _, err := m.EnsurePort(ctx, pod, nn, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A restarted Raven has listed the networks only.
+	m.X = NewIndex()
+	snap, err := ListNetworks(ctx, n, m.C)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.X.Replace("c1", snap)
+	if m.X.PortsLoaded() {
+		t.Fatal("the index claims to hold every port after a listing of networks")
+	}
+	nn = m.X.Network("ns-uid")
+	again, created, err := m.EnsurePort(ctx, pod, nn, "")
+	if err != nil || created || again.ID != first.ID {
+		t.Fatalf("EnsurePort = %s (created %v, %v); want the pod's own port %s, not a second one", again.ID, created, err, first.ID)
+	}
+}

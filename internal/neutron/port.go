@@ -49,6 +49,20 @@ func (m *Manager) dropExtraPorts(ctx context.Context, uid, network, preferred st
 	return keep, nil
 }
 
+// loadPortsOf puts the ports Neutron holds for a pod (by device_id) into the index.
+func (m *Manager) loadPortsOf(ctx context.Context, uid string) error {
+	ports, err := m.N.ListPorts(ctx, openstack.Filter{DeviceID: uid, Tags: ownership.ClusterSelector(m.C.ID)})
+	if err != nil {
+		return err
+	}
+	for _, p := range ports {
+		if !m.X.Known(p.ID) {
+			m.X.PutPort(m.C.ID, p)
+		}
+	}
+	return nil
+}
+
 // adoptUntagged finds a port of the pod that a crash left untagged, and tags it.
 func (m *Manager) adoptUntagged(ctx context.Context, uid, network string, owner ownership.Owner) (*openstack.Port, error) {
 	found, err := m.N.ListPorts(ctx, openstack.Filter{DeviceID: uid, NetworkID: network})
@@ -95,6 +109,12 @@ func (m *Manager) create(ctx context.Context, spec openstack.PortSpec) (*opensta
 // named by preferred (the one the pod's annotation already announces) is the one kept, so that a running
 // pod never changes its address.
 func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, preferred string) (port openstack.Port, created bool, err error) {
+	if !m.X.PortsLoaded() {
+		// Raven has just started and is still listing every port: ask Neutron for this pod's own.
+		if err := m.loadPortsOf(ctx, pod.UID); err != nil {
+			return port, false, err
+		}
+	}
 	keep, err := m.dropExtraPorts(ctx, pod.UID, nn.Network.ID, preferred)
 	if err != nil {
 		return port, false, err

@@ -49,6 +49,8 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		return ctx.Err()
 	}
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
+	// First the cluster objects and the namespace networks (a few calls): enough to serve new work at once,
+	// even when Neutron is slow and the cluster has many ports.
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		c, err := neutron.EnsureCluster(ctx, s.Neutron.N, s.Options.ClusterID, s.Options.Neutron, s.WithServices)
 		if err != nil {
@@ -56,9 +58,9 @@ func (s *Sweeper) Start(ctx context.Context) error {
 			return false, nil
 		}
 		*s.Neutron.C = *c
-		snap, err := neutron.List(ctx, s.Neutron.N, s.Neutron.C)
+		snap, err := neutron.ListNetworks(ctx, s.Neutron.N, s.Neutron.C)
 		if err != nil {
-			log.Error(err, "Loading the cluster's Neutron objects; will retry")
+			log.Error(err, "Loading the cluster's Neutron networks; will retry")
 			return false, nil
 		}
 		s.Neutron.X.Replace(s.Options.ClusterID, snap)
@@ -67,17 +69,30 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	if err != nil {
 		return nil // context ended
 	}
-	if p := s.Neutron.P; p != nil {
-		p.Start(ctx, 4)
-		p.Offer(s.Neutron.X.Claims())
-	}
-	log.Info("Neutron ready", "router", s.Neutron.C.RouterID, "subnetPool", s.Neutron.C.SubnetPoolID,
-		"networks", len(s.Neutron.X.Networks()), "ports", len(s.Neutron.X.PortsOfKind(ownership.KindPod)),
-		"tagsOnPortCreate", s.Neutron.C.Caps.TagsOnPortCreate)
+	log.Info("Neutron ready for new work", "router", s.Neutron.C.RouterID, "subnetPool", s.Neutron.C.SubnetPoolID,
+		"networks", len(s.Neutron.X.Networks()), "tagsOnPortCreate", s.Neutron.C.Caps.TagsOnPortCreate)
 	s.Gate.Open()
 	if s.Metrics != nil {
 		s.Metrics.Writing.Set(1)
 	}
+	// Then every port: until they are in, a pod's own ports are looked up by its UID (neutron.EnsurePort).
+	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		snap, err := neutron.List(ctx, s.Neutron.N, s.Neutron.C)
+		if err != nil {
+			log.Error(err, "Loading the cluster's Neutron ports; will retry")
+			return false, nil
+		}
+		s.Neutron.X.Replace(s.Options.ClusterID, snap)
+		return true, nil
+	})
+	if err != nil {
+		return nil
+	}
+	if p := s.Neutron.P; p != nil {
+		p.Start(ctx, 4)
+		p.Offer(s.Neutron.X.Claims())
+	}
+	log.Info("Neutron view loaded", "networks", len(s.Neutron.X.Networks()), "ports", len(s.Neutron.X.PortsOfKind(ownership.KindPod)))
 	// The first sweep runs right away: a pod deleted while Raven was stopped loses its port now.
 	first := true
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
