@@ -405,6 +405,12 @@ func checkAnnotations(t *testing.T, w *world) {
 	if vip.LoadBalancerID != lb.ID || vip.PortID != lb.VipPortID || vip.Address != clusterIP || vip.ProvisioningStatus != "ACTIVE" {
 		t.Fatalf("VIP annotation %+v, load balancer %+v", vip, lb.LoadBalancer)
 	}
+	checkAnnotatedPools(t, pools, lb)
+}
+
+// checkAnnotatedPools: each annotated pool is a pool of lb, on its listener, with its members.
+func checkAnnotatedPools(t *testing.T, pools []annotations.Pool, lb fake.LoadBalancerState) {
+	t.Helper()
 	if len(pools) != len(lb.Pools) {
 		t.Fatalf("%d pools annotated, %d in Octavia", len(pools), len(lb.Pools))
 	}
@@ -468,14 +474,7 @@ func TestServiceRefusals(t *testing.T) {
 				t.Fatalf("Warnings %q, want %d %s naming %q", ws, tc.wantWarnings, tc.wantReason, tc.wantText)
 			}
 			if tc.wantListeners != nil {
-				var got []string
-				for k := range w.served(t) {
-					got = append(got, k)
-				}
-				slices.Sort(got)
-				if !slices.Equal(got, tc.wantListeners) {
-					t.Fatalf("listeners %v, want %v", got, tc.wantListeners)
-				}
+				checkServed(t, w, tc.wantListeners)
 			}
 			if tc.wantErr {
 				// The fault was for one call: the retry builds everything.
@@ -486,21 +485,41 @@ func TestServiceRefusals(t *testing.T) {
 				checkAnnotations(t, w)
 				return
 			}
-			// The annotation lists only the ports with a listener and a pool.
-			var pools []annotations.Pool
-			_, _ = annotations.Decode(w.get(t).Annotations, annotations.ServicePools, &pools)
-			if want := map[string]int{"CreatePool": 0, "CreateListener": 2, "ReplaceMembers": 3}[tc.method]; len(pools) != want {
-				t.Fatalf("%d pools annotated, want %d: %+v", len(pools), want, pools)
-			}
-			if tc.method == "ReplaceMembers" && len(w.served(t)["TCP:80"]) != 0 {
-				t.Fatalf("the refused members are in the pool: %v", w.served(t))
-			}
-			// A remembered refusal is not asked again, and raises no second Warning.
-			calls := w.o.Calls[tc.method]
-			if _, err := w.converge(t); err != nil || w.o.Calls[tc.method] != calls || len(w.warnings()) != 0 {
-				t.Fatalf("a second pass: err %v, %d more %s calls", err, w.o.Calls[tc.method]-calls, tc.method)
-			}
+			checkRefusalPassedOver(t, w, tc.method)
 		})
+	}
+}
+
+// checkServed: the listeners served, in "PROTO:port" form, are want.
+func checkServed(t *testing.T, w *world, want []string) {
+	t.Helper()
+	var got []string
+	for k := range w.served(t) {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("listeners %v, want %v", got, want)
+	}
+}
+
+// checkRefusalPassedOver: after Octavia refused the calls of method, the annotation lists only the ports with
+// a listener and a pool, and a second pass neither asks again nor warns again.
+func checkRefusalPassedOver(t *testing.T, w *world, method string) {
+	t.Helper()
+	// The annotation lists only the ports with a listener and a pool.
+	var pools []annotations.Pool
+	_, _ = annotations.Decode(w.get(t).Annotations, annotations.ServicePools, &pools)
+	if want := map[string]int{"CreatePool": 0, "CreateListener": 2, "ReplaceMembers": 3}[method]; len(pools) != want {
+		t.Fatalf("%d pools annotated, want %d: %+v", len(pools), want, pools)
+	}
+	if method == "ReplaceMembers" && len(w.served(t)["TCP:80"]) != 0 {
+		t.Fatalf("the refused members are in the pool: %v", w.served(t))
+	}
+	// A remembered refusal is not asked again, and raises no second Warning.
+	calls := w.o.Calls[method]
+	if _, err := w.converge(t); err != nil || w.o.Calls[method] != calls || len(w.warnings()) != 0 {
+		t.Fatalf("a second pass: err %v, %d more %s calls", err, w.o.Calls[method]-calls, method)
 	}
 }
 
@@ -540,30 +559,12 @@ func TestServiceFloatingIP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, service(tc.mutate, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
 			w.mustConverge(t)
-			vip := w.vipPort(t)
-			var fips []*openstack.FloatingIP
-			for _, f := range w.n.FIPs {
-				fips = append(fips, f)
-			}
-			switch {
-			case tc.wantFIP == "" && len(fips) != 0:
-				t.Fatalf("floating IPs %+v, want none", fips)
-			case tc.wantFIP != "" && (len(fips) != 1 || fips[0].PortID != vip.ID || tc.wantFIP != "any" && fips[0].FloatingIP != tc.wantFIP):
-				t.Fatalf("floating IPs %+v, want %s on VIP port %s", fips, tc.wantFIP, vip.ID)
-			}
+			fips := checkFloatingIPs(t, w, tc.wantFIP)
 			ws := w.warnings()
 			if tc.wantReason != "" && !hasWarning(ws, tc.wantReason, "") || tc.wantReason == "" && len(ws) != 0 {
 				t.Fatalf("Warnings %q, want %q", ws, tc.wantReason)
 			}
-			s := w.get(t)
-			var ann annotations.VIP
-			_, _ = annotations.Decode(s.Annotations, annotations.ServiceVIP, &ann)
-			if len(fips) == 1 && (ann.FloatingIP != fips[0].FloatingIP || ann.FloatingIPID != fips[0].ID) {
-				t.Fatalf("VIP annotation %+v does not name floating IP %+v", ann, fips[0])
-			}
-			if ingress := s.Status.LoadBalancer.Ingress; tc.wantStatus != (len(ingress) == 1) || tc.wantStatus && ingress[0].IP != fips[0].FloatingIP {
-				t.Fatalf("ingress %+v", ingress)
-			}
+			checkFloatingIPAnnounced(t, w, fips, tc.wantStatus)
 		})
 	}
 
@@ -576,6 +577,39 @@ func TestServiceFloatingIP(t *testing.T) {
 			t.Fatalf("floating IPs left: %d", len(w.n.FIPs))
 		}
 	})
+}
+
+// checkFloatingIPs: Neutron holds no floating IP when want is "", else one on the VIP port, with address want
+// unless want is "any". It returns the floating IPs.
+func checkFloatingIPs(t *testing.T, w *world, want string) []*openstack.FloatingIP {
+	t.Helper()
+	vip := w.vipPort(t)
+	var fips []*openstack.FloatingIP
+	for _, f := range w.n.FIPs {
+		fips = append(fips, f)
+	}
+	switch {
+	case want == "" && len(fips) != 0:
+		t.Fatalf("floating IPs %+v, want none", fips)
+	case want != "" && (len(fips) != 1 || fips[0].PortID != vip.ID || want != "any" && fips[0].FloatingIP != want):
+		t.Fatalf("floating IPs %+v, want %s on VIP port %s", fips, want, vip.ID)
+	}
+	return fips
+}
+
+// checkFloatingIPAnnounced: the VIP annotation names the floating IP, and the status announces it when
+// wantStatus.
+func checkFloatingIPAnnounced(t *testing.T, w *world, fips []*openstack.FloatingIP, wantStatus bool) {
+	t.Helper()
+	s := w.get(t)
+	var ann annotations.VIP
+	_, _ = annotations.Decode(s.Annotations, annotations.ServiceVIP, &ann)
+	if len(fips) == 1 && (ann.FloatingIP != fips[0].FloatingIP || ann.FloatingIPID != fips[0].ID) {
+		t.Fatalf("VIP annotation %+v does not name floating IP %+v", ann, fips[0])
+	}
+	if ingress := s.Status.LoadBalancer.Ingress; wantStatus != (len(ingress) == 1) || wantStatus && ingress[0].IP != fips[0].FloatingIP {
+		t.Fatalf("ingress %+v", ingress)
+	}
 }
 
 func TestServiceTeardown(t *testing.T) {
@@ -610,62 +644,83 @@ func TestServiceTeardown(t *testing.T) {
 			podPorts := len(w.n.Ports) - 1
 			tc.remove(t, w)
 			if tc.pending > 0 {
-				res, err := w.reconcile(t)
-				if err != nil || res.RequeueAfter == 0 {
-					t.Fatalf("first teardown pass: %+v, %v; want a requeue while Octavia deletes", res, err)
-				}
-				if lbs := w.o.LoadBalancers(); len(lbs) != 1 || lbs[0].ProvisioningStatus != "PENDING_DELETE" {
-					t.Fatalf("load balancers %+v, want one PENDING_DELETE", lbs)
-				}
-				if !controllerutil.ContainsFinalizer(w.get(t), annotations.ServiceFinalizer) || w.vipPort(t) == nil {
-					t.Fatal("the finalizer or the VIP port went before the load balancer")
-				}
+				checkDeletePending(t, w)
 			}
 			w.mustConverge(t)
-			if n := len(w.o.LoadBalancers()); n != 0 {
-				t.Fatalf("%d load balancers left", n)
-			}
-			if w.vipPort(t) != nil || len(w.n.FIPs) != 0 {
-				t.Fatalf("VIP port %v or %d floating IPs left", w.vipPort(t), len(w.n.FIPs))
-			}
-			if len(w.n.Ports) != podPorts {
-				t.Fatalf("%d other ports, want %d", len(w.n.Ports), podPorts)
-			}
-			var s corev1.Service
-			err := w.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "web"}, &s)
-			switch {
-			case tc.gone && !apierrors.IsNotFound(err):
-				t.Fatalf("the deleted Service is still there (%v), finalizers %v", err, s.Finalizers)
-			case !tc.gone && err != nil:
-				t.Fatal(err)
-			case !tc.gone && (len(s.Finalizers) != 0 || s.Annotations[annotations.ServiceVIP] != "" || s.Annotations[annotations.ServicePools] != ""):
-				t.Fatalf("finalizers %v, annotations %v", s.Finalizers, s.Annotations)
-			}
+			checkTornDown(t, w, podPorts)
+			checkServiceReleased(t, w, tc.gone)
 			if ws := w.warnings(); len(ws) != 0 {
 				t.Fatalf("Warnings: %q", ws)
 			}
 		})
 	}
 
-	t.Run("a failed load balancer delete keeps the finalizer and is a Warning", func(t *testing.T) {
-		w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, nil))
-		w.mustConverge(t)
-		deleteService(t, w)
-		w.o.FailStatus("DeleteLoadBalancer", 1, 500, "(sqlite3.OperationalError) database is locked")
-		if _, err := w.reconcile(t); err == nil {
-			t.Fatal("no error")
-		}
-		if ws := w.warnings(); !hasWarning(ws, "LoadBalancerDeleteServerError", "database is locked") {
-			t.Fatalf("Warnings %q", ws)
-		}
-		if !controllerutil.ContainsFinalizer(w.get(t), annotations.ServiceFinalizer) {
-			t.Fatal("finalizer removed before the load balancer was deleted")
-		}
-		w.mustConverge(t)
-		if len(w.o.LoadBalancers()) != 0 || w.vipPort(t) != nil {
-			t.Fatal("the retry left objects behind")
-		}
-	})
+	t.Run("a failed load balancer delete keeps the finalizer and is a Warning", failedDeleteKeepsTheFinalizer)
+}
+
+// checkDeletePending: a teardown pass while Octavia deletes the load balancer comes back later and keeps the
+// finalizer and the VIP port.
+func checkDeletePending(t *testing.T, w *world) {
+	t.Helper()
+	res, err := w.reconcile(t)
+	if err != nil || res.RequeueAfter == 0 {
+		t.Fatalf("first teardown pass: %+v, %v; want a requeue while Octavia deletes", res, err)
+	}
+	if lbs := w.o.LoadBalancers(); len(lbs) != 1 || lbs[0].ProvisioningStatus != "PENDING_DELETE" {
+		t.Fatalf("load balancers %+v, want one PENDING_DELETE", lbs)
+	}
+	if !controllerutil.ContainsFinalizer(w.get(t), annotations.ServiceFinalizer) || w.vipPort(t) == nil {
+		t.Fatal("the finalizer or the VIP port went before the load balancer")
+	}
+}
+
+// checkTornDown: no load balancer, VIP port or floating IP is left, and the podPorts other ports are.
+func checkTornDown(t *testing.T, w *world, podPorts int) {
+	t.Helper()
+	if n := len(w.o.LoadBalancers()); n != 0 {
+		t.Fatalf("%d load balancers left", n)
+	}
+	if w.vipPort(t) != nil || len(w.n.FIPs) != 0 {
+		t.Fatalf("VIP port %v or %d floating IPs left", w.vipPort(t), len(w.n.FIPs))
+	}
+	if len(w.n.Ports) != podPorts {
+		t.Fatalf("%d other ports, want %d", len(w.n.Ports), podPorts)
+	}
+}
+
+// checkServiceReleased: the Service is gone when gone, else kept without finalizer and annotations.
+func checkServiceReleased(t *testing.T, w *world, gone bool) {
+	t.Helper()
+	var s corev1.Service
+	err := w.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "web"}, &s)
+	switch {
+	case gone && !apierrors.IsNotFound(err):
+		t.Fatalf("the deleted Service is still there (%v), finalizers %v", err, s.Finalizers)
+	case !gone && err != nil:
+		t.Fatal(err)
+	case !gone && (len(s.Finalizers) != 0 || s.Annotations[annotations.ServiceVIP] != "" || s.Annotations[annotations.ServicePools] != ""):
+		t.Fatalf("finalizers %v, annotations %v", s.Finalizers, s.Annotations)
+	}
+}
+
+func failedDeleteKeepsTheFinalizer(t *testing.T) {
+	w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, nil))
+	w.mustConverge(t)
+	deleteService(t, w)
+	w.o.FailStatus("DeleteLoadBalancer", 1, 500, "(sqlite3.OperationalError) database is locked")
+	if _, err := w.reconcile(t); err == nil {
+		t.Fatal("no error")
+	}
+	if ws := w.warnings(); !hasWarning(ws, "LoadBalancerDeleteServerError", "database is locked") {
+		t.Fatalf("Warnings %q", ws)
+	}
+	if !controllerutil.ContainsFinalizer(w.get(t), annotations.ServiceFinalizer) {
+		t.Fatal("finalizer removed before the load balancer was deleted")
+	}
+	w.mustConverge(t)
+	if len(w.o.LoadBalancers()) != 0 || w.vipPort(t) != nil {
+		t.Fatal("the retry left objects behind")
+	}
 }
 
 func deleteService(t *testing.T, w *world) {

@@ -33,79 +33,97 @@ func (o *listenerOctavia) CreateListener(_ context.Context, s openstack.Listener
 	return &openstack.Listener{ID: "l", Protocol: s.Protocol, ProtocolPort: s.ProtocolPort}, nil
 }
 
+// listenerSteps is a plan that creates a TCP listener on each port.
+func listenerSteps(ports ...int) []octavia.Step {
+	var out []octavia.Step
+	for _, p := range ports {
+		out = append(out, octavia.Step{Kind: octavia.CreateListener, Listener: octavia.Listener{Protocol: "TCP", Port: p}})
+	}
+	return out
+}
+
+// newListenerReconciler is a reconciler whose Octavia answers listener creates by port, as answers says.
+func newListenerReconciler(answers map[int]error) (*Reconciler, *listenerOctavia, *events.FakeRecorder) {
+	o := &listenerOctavia{answers: answers, calls: map[int]int{}}
+	rec := events.NewFakeRecorder(10)
+	return &Reconciler{Neutron: &neutron.Manager{C: &neutron.Cluster{ID: "c1"}}, LB: o, Recorder: rec}, o, rec
+}
+
+// refusedStepIsPassedOver: a step refused with quota is passed over, the next one applied, one Warning says
+// what was refused; the refusal is remembered, and forgotten with the Service's load balancer.
+func refusedStepIsPassedOver(t *testing.T, svc *corev1.Service, lb *openstack.LoadBalancer, quota error) {
+	ctx := context.Background()
+	r, o, rec := newListenerReconciler(map[int]error{80: quota})
+	applied, retry, err := r.applyNext(ctx, svc, lb, listenerSteps(80, 81))
+	if err != nil || !applied || retry != 0 {
+		t.Fatalf("applyNext = %v, %v, %v; want applied", applied, retry, err)
+	}
+	if o.calls[80] != 1 || o.calls[81] != 1 {
+		t.Fatalf("calls = %v, want one each", o.calls)
+	}
+	if len(rec.Events) != 1 {
+		t.Fatalf("%d events, want one Warning", len(rec.Events))
+	}
+	if ev := <-rec.Events; !strings.Contains(ev, "LoadBalancerRefusedQuotaExceeded") || !strings.Contains(ev, "CreateListener TCP 80") {
+		t.Fatalf("event %q, want a LoadBalancerRefusedQuotaExceeded Warning naming TCP 80", ev)
+	}
+	refusalIsRememberedThenForgotten(t, r, o, rec, svc, lb)
+}
+
+// refusalIsRememberedThenForgotten: after port 80's listener was refused, the next reconcile does not ask
+// again nor warn again; once the Service's refusals are forgotten, it asks again.
+func refusalIsRememberedThenForgotten(t *testing.T, r *Reconciler, o *listenerOctavia, rec *events.FakeRecorder, svc *corev1.Service, lb *openstack.LoadBalancer) {
+	ctx := context.Background()
+	// The next reconcile does not ask again for what was just refused.
+	applied, retry, err := r.applyNext(ctx, svc, lb, listenerSteps(80))
+	if err != nil || applied || retry <= 0 || retry > refusalRetry {
+		t.Fatalf("applyNext = %v, %v, %v; want nothing applied and a retry within %s", applied, retry, err, refusalRetry)
+	}
+	if o.calls[80] != 1 {
+		t.Fatalf("the refused step was sent again at once (%d calls)", o.calls[80])
+	}
+	if len(rec.Events) != 0 {
+		t.Fatalf("a remembered refusal must not raise another event: %q", <-rec.Events)
+	}
+	// Once the Service needs no load balancer, its refusals are forgotten.
+	r.forgetRefusals(string(svc.UID))
+	if _, _, _ = r.applyNext(ctx, svc, lb, listenerSteps(80)); o.calls[80] != 2 {
+		t.Fatalf("a forgotten refusal must be asked again (%d calls)", o.calls[80])
+	}
+}
+
 func TestApplyNextPassesOverRefusals(t *testing.T) {
 	quota := openstack.NewError("octavia listener create", openstack.KindQuota, 403, "Quota has been met for resources: Listener")
 	busy := openstack.NewError("octavia listener create", openstack.KindImmutable, 409, "Load Balancer lb is immutable")
-	steps := func(ports ...int) []octavia.Step {
-		var out []octavia.Step
-		for _, p := range ports {
-			out = append(out, octavia.Step{Kind: octavia.CreateListener, Listener: octavia.Listener{Protocol: "TCP", Port: p}})
-		}
-		return out
-	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "svc-uid"}}
 	lb := &openstack.LoadBalancer{ID: "lb"}
-	newReconciler := func(answers map[int]error) (*Reconciler, *listenerOctavia, *events.FakeRecorder) {
-		o := &listenerOctavia{answers: answers, calls: map[int]int{}}
-		rec := events.NewFakeRecorder(10)
-		return &Reconciler{Neutron: &neutron.Manager{C: &neutron.Cluster{ID: "c1"}}, LB: o, Recorder: rec}, o, rec
-	}
 	ctx := context.Background()
 
 	t.Run("a refused step is passed over, the next one applied, and one Warning says what was refused", func(t *testing.T) {
-		r, o, rec := newReconciler(map[int]error{80: quota})
-		applied, retry, err := r.applyNext(ctx, svc, lb, steps(80, 81))
-		if err != nil || !applied || retry != 0 {
-			t.Fatalf("applyNext = %v, %v, %v; want applied", applied, retry, err)
-		}
-		if o.calls[80] != 1 || o.calls[81] != 1 {
-			t.Fatalf("calls = %v, want one each", o.calls)
-		}
-		if len(rec.Events) != 1 {
-			t.Fatalf("%d events, want one Warning", len(rec.Events))
-		}
-		if ev := <-rec.Events; !strings.Contains(ev, "LoadBalancerRefusedQuotaExceeded") || !strings.Contains(ev, "CreateListener TCP 80") {
-			t.Fatalf("event %q, want a LoadBalancerRefusedQuotaExceeded Warning naming TCP 80", ev)
-		}
-		// The next reconcile does not ask again for what was just refused.
-		applied, retry, err = r.applyNext(ctx, svc, lb, steps(80))
-		if err != nil || applied || retry <= 0 || retry > refusalRetry {
-			t.Fatalf("applyNext = %v, %v, %v; want nothing applied and a retry within %s", applied, retry, err, refusalRetry)
-		}
-		if o.calls[80] != 1 {
-			t.Fatalf("the refused step was sent again at once (%d calls)", o.calls[80])
-		}
-		if len(rec.Events) != 0 {
-			t.Fatalf("a remembered refusal must not raise another event: %q", <-rec.Events)
-		}
-		// Once the Service needs no load balancer, its refusals are forgotten.
-		r.forgetRefusals(string(svc.UID))
-		if _, _, _ = r.applyNext(ctx, svc, lb, steps(80)); o.calls[80] != 2 {
-			t.Fatalf("a forgotten refusal must be asked again (%d calls)", o.calls[80])
-		}
+		refusedStepIsPassedOver(t, svc, lb, quota)
 	})
 
 	t.Run("everything refused: nothing applied, retried after refusalRetry", func(t *testing.T) {
-		r, _, _ := newReconciler(map[int]error{80: quota, 81: quota})
-		applied, retry, err := r.applyNext(ctx, svc, lb, steps(80, 81))
+		r, _, _ := newListenerReconciler(map[int]error{80: quota, 81: quota})
+		applied, retry, err := r.applyNext(ctx, svc, lb, listenerSteps(80, 81))
 		if err != nil || applied || retry != refusalRetry {
 			t.Fatalf("applyNext = %v, %v, %v; want nothing applied, retry %s", applied, retry, err, refusalRetry)
 		}
 	})
 
 	t.Run("Octavia busy stops the plan without a Warning", func(t *testing.T) {
-		r, o, rec := newReconciler(map[int]error{80: busy})
-		_, _, err := r.applyNext(ctx, svc, lb, steps(80, 81))
+		r, o, rec := newListenerReconciler(map[int]error{80: busy})
+		_, _, err := r.applyNext(ctx, svc, lb, listenerSteps(80, 81))
 		if openstack.KindOf(err) != openstack.KindImmutable || o.calls[81] != 0 || len(rec.Events) != 0 {
 			t.Fatalf("err %v, calls %v, %d events; want Immutable, no later step, no event", err, o.calls, len(rec.Events))
 		}
 	})
 
 	t.Run("a refusal is asked again once refusalRetry has passed", func(t *testing.T) {
-		r, o, _ := newReconciler(map[int]error{80: quota})
-		st := steps(80)[0]
+		r, o, _ := newListenerReconciler(map[int]error{80: quota})
+		st := listenerSteps(80)[0]
 		r.refusals.Store(string(svc.UID)+"|CreateListener TCP 80|"+specHash(st), refusal{until: time.Now().Add(-time.Second), what: "old"})
-		if _, _, _ = r.applyNext(ctx, svc, lb, steps(80)); o.calls[80] != 1 {
+		if _, _, _ = r.applyNext(ctx, svc, lb, listenerSteps(80)); o.calls[80] != 1 {
 			t.Fatalf("an expired refusal must be asked again (%d calls)", o.calls[80])
 		}
 	})

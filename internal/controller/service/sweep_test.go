@@ -118,15 +118,7 @@ func TestServiceSweep(t *testing.T) {
 				}
 			}
 
-			own := w.present(lbID, vipID, fipID)
-			for id, there := range own {
-				if id == lbID && tc.removeLB {
-					continue
-				}
-				if there == tc.wantGone {
-					t.Errorf("%s present = %v, want %v", id, there, !tc.wantGone)
-				}
-			}
+			checkOwnObjects(t, w, lbID, vipID, fipID, tc.removeLB, tc.wantGone)
 			if wantSwept := map[bool]int{true: 1}[tc.wantGone]; swept != wantSwept {
 				t.Errorf("swept reported %d times, want %d", swept, wantSwept)
 			}
@@ -135,16 +127,36 @@ func TestServiceSweep(t *testing.T) {
 					t.Errorf("%s of another cluster or untagged was deleted", id)
 				}
 			}
-			select {
-			case ev := <-repairs:
-				if !tc.wantRepair || ev.Object.GetName() != "web" {
-					t.Errorf("repair of %s, want none", client.ObjectKeyFromObject(ev.Object))
-				}
-			default:
-				if tc.wantRepair {
-					t.Error("no repair sent")
-				}
-			}
+			checkRepair(t, repairs, tc.wantRepair)
 		})
+	}
+}
+
+// checkOwnObjects: the Service's load balancer (unless removed out of band), VIP port and floating IP are
+// gone when wantGone, else present.
+func checkOwnObjects(t *testing.T, w *world, lbID, vipID, fipID string, removedLB, wantGone bool) {
+	t.Helper()
+	for id, there := range w.present(lbID, vipID, fipID) {
+		if id == lbID && removedLB {
+			continue
+		}
+		if there == wantGone {
+			t.Errorf("%s present = %v, want %v", id, there, !wantGone)
+		}
+	}
+}
+
+// checkRepair: the sweep sent the web Service back to its reconciler when wantRepair, else nothing.
+func checkRepair(t *testing.T, repairs <-chan event.GenericEvent, wantRepair bool) {
+	t.Helper()
+	select {
+	case ev := <-repairs:
+		if !wantRepair || ev.Object.GetName() != "web" {
+			t.Errorf("repair of %s, want none", client.ObjectKeyFromObject(ev.Object))
+		}
+	default:
+		if wantRepair {
+			t.Error("no repair sent")
+		}
 	}
 }
