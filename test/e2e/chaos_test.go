@@ -132,6 +132,24 @@ func invariantProblems(t testing.TB) []string {
 
 // portProblems checks pods against their ports.
 func (s *clusterState) portProblems() []string {
+	byDevice, problems := s.portsByDevice()
+	announced := map[string]string{}
+	for _, p := range s.pods {
+		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		problems = append(problems, podPortProblems(p, byDevice[string(p.UID)], announced)...)
+	}
+	for dev, ports := range byDevice {
+		if !s.livePods[dev] {
+			problems = append(problems, fmt.Sprintf("%d port(s) leaked for gone pod %s (%s)", len(ports), dev, ports[0].Name))
+		}
+	}
+	return problems
+}
+
+// portsByDevice groups this cluster's pod and pool ports by device_id, and lists the problems of their tags.
+func (s *clusterState) portsByDevice() (map[string][]openstack.Port, []string) {
 	var problems []string
 	byDevice := map[string][]openstack.Port{}
 	for _, p := range s.ports {
@@ -152,39 +170,34 @@ func (s *clusterState) portProblems() []string {
 			byDevice[p.DeviceID] = append(byDevice[p.DeviceID], p)
 		}
 	}
-	announced := map[string]string{}
-	for _, p := range s.pods {
-		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
+	return byDevice, problems
+}
+
+// podPortProblems checks one pod against the ports whose device_id it is, and its annotation against the
+// port; announced records which pod announced each port ID, to find a port announced twice.
+func podPortProblems(p corev1.Pod, ports []openstack.Port, announced map[string]string) []string {
+	var problems []string
+	id := p.Namespace + "/" + p.Name
+	var ann annotations.Port
+	ok, derr := annotations.Decode(p.Annotations, annotations.PodPort, &ann)
+	if ok && derr == nil {
+		if other, dup := announced[ann.ID]; dup {
+			problems = append(problems, fmt.Sprintf("port %s is announced by pods %s and %s", ann.ID, other, id))
 		}
-		id := p.Namespace + "/" + p.Name
-		ports := byDevice[string(p.UID)]
-		var ann annotations.Port
-		ok, derr := annotations.Decode(p.Annotations, annotations.PodPort, &ann)
-		if ok && derr == nil {
-			if other, dup := announced[ann.ID]; dup {
-				problems = append(problems, fmt.Sprintf("port %s is announced by pods %s and %s", ann.ID, other, id))
-			}
-			announced[ann.ID] = id
-		}
-		switch {
-		case len(ports) != 1:
-			problems = append(problems, fmt.Sprintf("pod %s has %d ports of its own in Neutron, want 1", id, len(ports)))
-		case !ok || derr != nil:
-			problems = append(problems, fmt.Sprintf("pod %s has no valid port annotation", id))
-		default:
-			q := ports[0]
-			if o, _ := ownership.Parse(q.Tags); o.Kind != ownership.KindPod || o.UID != string(p.UID) || q.Name != p.Name {
-				problems = append(problems, fmt.Sprintf("pod %s: port %s is not its own in Neutron (name %q, tags %v)", id, q.ID, q.Name, q.Tags))
-			}
-			if ann.ID != q.ID || ann.MACAddress != q.MACAddress || len(ann.FixedIPs) == 0 || len(q.FixedIPs) == 0 || ann.FixedIPs[0].IPAddress != q.FixedIPs[0].IPAddress {
-				problems = append(problems, fmt.Sprintf("pod %s: annotation %s does not match port %s", id, ann.ID, q.ID))
-			}
-		}
+		announced[ann.ID] = id
 	}
-	for dev, ports := range byDevice {
-		if !s.livePods[dev] {
-			problems = append(problems, fmt.Sprintf("%d port(s) leaked for gone pod %s (%s)", len(ports), dev, ports[0].Name))
+	switch {
+	case len(ports) != 1:
+		problems = append(problems, fmt.Sprintf("pod %s has %d ports of its own in Neutron, want 1", id, len(ports)))
+	case !ok || derr != nil:
+		problems = append(problems, fmt.Sprintf("pod %s has no valid port annotation", id))
+	default:
+		q := ports[0]
+		if o, _ := ownership.Parse(q.Tags); o.Kind != ownership.KindPod || o.UID != string(p.UID) || q.Name != p.Name {
+			problems = append(problems, fmt.Sprintf("pod %s: port %s is not its own in Neutron (name %q, tags %v)", id, q.ID, q.Name, q.Tags))
+		}
+		if ann.ID != q.ID || ann.MACAddress != q.MACAddress || len(ann.FixedIPs) == 0 || len(q.FixedIPs) == 0 || ann.FixedIPs[0].IPAddress != q.FixedIPs[0].IPAddress {
+			problems = append(problems, fmt.Sprintf("pod %s: annotation %s does not match port %s", id, ann.ID, q.ID))
 		}
 	}
 	return problems
