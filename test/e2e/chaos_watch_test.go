@@ -57,6 +57,22 @@ func compactEtcd(t testing.TB) int64 {
 	return rev
 }
 
+// watchExpired tells whether a watch of the namespace's pods from resourceVersion rv is answered 410 Gone,
+// at once or as its first event (within 10 s); err is the error the watch call returned.
+func watchExpired(ctx context.Context, ns, rv string) (bool, error) {
+	w, err := env.kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	gone := apierrors.IsGone(err) || apierrors.IsResourceExpired(err)
+	if err == nil {
+		select {
+		case ev := <-w.ResultChan():
+			gone = ev.Type == watch.Error && (apierrors.IsGone(apierrors.FromObject(ev.Object)) || apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)))
+		case <-time.After(10 * time.Second):
+		}
+		w.Stop()
+	}
+	return gone, err
+}
+
 // A watch that expires (410 Gone) while Raven is frozen: pods deleted and created meanwhile, the apiserver
 // restarted and etcd compacted, so that Raven's informers cannot resume and must list again. No delete may
 // be missed: the deleted pods' ports go, the new pods get theirs.
@@ -100,16 +116,7 @@ func TestChaosWatchExpired(t *testing.T) {
 	})
 
 	// The resourceVersion Raven holds is now expired: a watch from it is answered 410 Gone.
-	w, err := env.kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: seen})
-	gone := apierrors.IsGone(err) || apierrors.IsResourceExpired(err)
-	if err == nil {
-		select {
-		case ev := <-w.ResultChan():
-			gone = ev.Type == watch.Error && (apierrors.IsGone(apierrors.FromObject(ev.Object)) || apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)))
-		case <-time.After(10 * time.Second):
-		}
-		w.Stop()
-	}
+	gone, err := watchExpired(ctx, ns, seen)
 	if !gone {
 		t.Fatalf("a watch from resourceVersion %s after compaction at revision %d was not answered 410 Gone (err %v)", seen, rev, err)
 	}

@@ -373,7 +373,13 @@ func TestChaosNodeSideKillsDuringBurst(t *testing.T) {
 		expectAnswer(t, podNetns(nsName, first), "tcp", net.JoinHostPort(ann.FixedIPs[0].IPAddress, "80"), name)
 	}
 	// Nothing left over: one OVS port and one namespace per live pod of this namespace.
-	eventually(t, time.Minute, "no OVS port or namespace of a deleted pod", func() (bool, error) {
+	eventually(t, time.Minute, "no OVS port or namespace of a deleted pod", onlyLivePodsOnTheNode(t, nsName, live))
+}
+
+// onlyLivePodsOnTheNode is a condition for eventually: every live pod of the namespace has its OVS port,
+// and no network namespace of a pod that is not live is left.
+func onlyLivePodsOnTheNode(t *testing.T, nsName string, live map[string]*annotations.Port) func() (bool, error) {
+	return func() (bool, error) {
 		taps := map[string]bool{}
 		for _, p := range ovsPorts(t) {
 			taps[p] = true
@@ -393,5 +399,5 @@ func TestChaosNodeSideKillsDuringBurst(t *testing.T) {
 			}
 		}
 		return true, nil
-	})
+	}
 }

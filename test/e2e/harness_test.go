@@ -466,6 +466,18 @@ func clusterPorts(t testing.TB) []openstack.Port {
 func dump(t *testing.T, ns string) {
 	ctx := context.Background()
 	t.Logf("==== dump for namespace %s", ns)
+	dumpKubernetes(ctx, t, ns)
+	dumpOpenStack(ctx, t)
+	if env.raven != nil {
+		t.Logf("==== raven log (%s), last lines:\n%s", env.raven.logPath, tail(env.raven.logPath, 60))
+	}
+	for _, svc := range []string{"neutron-server", "octavia", "kube-controller-manager", "node-standin"} {
+		t.Logf("==== %s log, last lines:\n%s", svc, tail(filepath.Join(env.vars["STACK_DIR"], "logs", svc+".log"), 15))
+	}
+}
+
+// dumpKubernetes logs the namespace's pods, Services and events.
+func dumpKubernetes(ctx context.Context, t *testing.T, ns string) {
 	if pods, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, p := range pods.Items {
 			t.Logf("pod %s uid=%s phase=%s ip=%s port-annotation=%s", p.Name, p.UID, p.Status.Phase, p.Status.PodIP, p.Annotations["kuryr.org/neutron-port"])
@@ -481,6 +493,10 @@ func dump(t *testing.T, ns string) {
 			t.Logf("event %s %s/%s %s: %s", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
 		}
 	}
+}
+
+// dumpOpenStack logs every Neutron network, port and floating IP, and every Octavia load balancer.
+func dumpOpenStack(ctx context.Context, t *testing.T) {
 	if nets, err := env.os.Networking.ListNetworks(ctx, openstack.Filter{}); err == nil {
 		for _, n := range nets {
 			t.Logf("neutron network %s %s tags=%v", n.ID, n.Name, n.Tags)
@@ -500,11 +516,5 @@ func dump(t *testing.T, ns string) {
 		for _, lb := range lbs {
 			t.Logf("octavia lb %s %s vip=%s status=%s tags=%v", lb.ID, lb.Name, lb.VipAddress, lb.ProvisioningStatus, lb.Tags)
 		}
-	}
-	if env.raven != nil {
-		t.Logf("==== raven log (%s), last lines:\n%s", env.raven.logPath, tail(env.raven.logPath, 60))
-	}
-	for _, svc := range []string{"neutron-server", "octavia", "kube-controller-manager", "node-standin"} {
-		t.Logf("==== %s log, last lines:\n%s", svc, tail(filepath.Join(env.vars["STACK_DIR"], "logs", svc+".log"), 15))
 	}
 }
