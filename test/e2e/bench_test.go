@@ -385,6 +385,150 @@ func servedPods(t testing.TB) (pods int, namespaces map[string]bool) {
 	return pods, namespaces
 }
 
+// floorNetwork is the floor's own Neutron network and subnet, Raven stopped.
+type floorNetwork struct {
+	t               *testing.T
+	network, subnet string
+}
+
+// deletePorts deletes the ports one at a time and returns each delete's time; a delete Neutron fails
+// (a 500 "database is locked" under concurrent writes) is sent again, and its time includes the retries.
+func (f floorNetwork) deletePorts(ps []openstack.Port) (ms []float64) {
+	ctx := context.Background()
+	for _, p := range ps {
+		start := time.Now()
+		err := env.os.Networking.DeletePort(ctx, p.ID)
+		for try := 0; err != nil && !openstack.IsNotFound(err) && try < 3; try++ {
+			time.Sleep(time.Second)
+			err = env.os.Networking.DeletePort(ctx, p.ID)
+		}
+		if err != nil && !openstack.IsNotFound(err) {
+			f.t.Fatal(err)
+		}
+		ms = append(ms, msSince(start, time.Now()))
+	}
+	return ms
+}
+
+// bulk creates n ports in bulk requests of at most 50 and returns the time it took and the ports.
+func (f floorNetwork) bulk(n int) (time.Duration, []openstack.Port) {
+	ctx := context.Background()
+	start := time.Now()
+	var all []openstack.Port
+	for n > 0 {
+		k := min(n, 50)
+		specs := make([]openstack.PortSpec, k)
+		for i := range specs {
+			specs[i] = floorSpec(f.network, f.subnet, i)
+		}
+		ps, err := env.os.Networking.CreatePorts(ctx, specs)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		all = append(all, ps...)
+		n -= k
+	}
+	return time.Since(start), all
+}
+
+// kubernetesFloor measures Kubernetes alone in namespace ns: create → watch of 30 hostNetwork pods, one at a
+// time, and 50 annotation patches, in ms.
+func kubernetesFloor(t *testing.T, w *annotationWatch, ns string) (watchLat, patchLat []float64) {
+	ctx := context.Background()
+	for i := range 30 {
+		name := fmt.Sprintf("floor-%d", i)
+		fp := benchPod(name)
+		fp.Spec.HostNetwork = true
+		start := time.Now()
+		if _, err := env.kube.CoreV1().Pods(ns).Create(ctx, fp, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The first Kubernetes measure: nothing to derive its wait from.
+		w.wait(t, []string{ns + "/" + name}, w.added, 30*time.Second)
+		at, _ := w.at(ns+"/"+name, w.added)
+		watchLat = append(watchLat, msSince(start, at))
+	}
+	for i := range 50 {
+		start := time.Now()
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"bench/floor":"%d"}}}`, i)
+		if _, err := env.kube.CoreV1().Pods(ns).Patch(ctx, "floor-0", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		patchLat = append(patchLat, msSince(start, time.Now()))
+	}
+	return watchLat, patchLat
+}
+
+// podsOneByOne creates n pods named prefix-i in ns, each once the one before is annotated, and returns
+// each one's create → annotation time in ms.
+func podsOneByOne(t *testing.T, w *annotationWatch, ns, prefix string, n int, wait time.Duration) []float64 {
+	ctx := context.Background()
+	var lat []float64
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		start := time.Now()
+		if _, err := env.kube.CoreV1().Pods(ns).Create(ctx, benchPod(name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		w.wait(t, []string{ns + "/" + name}, w.seen, wait)
+		at, _ := w.at(ns+"/"+name, w.seen)
+		lat = append(lat, msSince(start, at))
+	}
+	return lat
+}
+
+// kubernetesBurstFloor creates as many hostNetwork pods in ns as the warm-pool burst, at once by 32 clients,
+// and returns each one's create → watch time in ms.
+func kubernetesBurstFloor(t *testing.T, w *annotationWatch, ns string, wait time.Duration) []float64 {
+	burstFloor := map[string][]string{}
+	for i := range *benchWarm {
+		burstFloor[ns] = append(burstFloor[ns], fmt.Sprintf("floor-burst-%d", i))
+	}
+	floorStarts := createConcurrentlyWith(t, burstFloor, func(p *corev1.Pod) { p.Spec.HostNetwork = true })
+	var burstWatch []float64
+	for k, start := range floorStarts {
+		w.wait(t, []string{k}, w.added, wait)
+		at, _ := w.at(k, w.added)
+		burstWatch = append(burstWatch, msSince(start, at))
+	}
+	return burstWatch
+}
+
+// burstNamespaces makes the burst's namespaces, each with its subnet, and spreads the burst's pods over
+// them: the pod names by namespace, the keys (namespace/name) of all, and the namespaces.
+func burstNamespaces(t *testing.T, b budget) (burst map[string][]string, keys, namespaces []string) {
+	burst = map[string][]string{}
+	for i := range *benchNS {
+		ns := benchNamespace(t, fmt.Sprintf("bench-burst%d", i))
+		namespaces = append(namespaces, ns)
+		benchSubnet(t, ns, b.namespace())
+		for j := i; j < *benchPods; j += *benchNS {
+			name := fmt.Sprintf("burst-%d", j)
+			burst[ns] = append(burst[ns], name)
+			keys = append(keys, ns+"/"+name)
+		}
+	}
+	return burst, keys, namespaces
+}
+
+// coldNamespaces makes namespaces of at most 150 pods each until, with the have pods already served, there
+// are enough for the cold start: the pod names by namespace, their keys (namespace/name), and the namespaces.
+func coldNamespaces(t *testing.T, b budget, have int) (extra map[string][]string, keys, namespaces []string) {
+	extra = map[string][]string{}
+	for i := 0; have < *benchCold; i++ {
+		ns := benchNamespace(t, fmt.Sprintf("bench-cold%d", i))
+		namespaces = append(namespaces, ns)
+		benchSubnet(t, ns, b.namespace())
+		for j := 0; j < 150 && have < *benchCold; j++ {
+			name := fmt.Sprintf("cold-%d", j)
+			extra[ns] = append(extra[ns], name)
+			keys = append(keys, ns+"/"+name)
+			have++
+		}
+	}
+	return extra, keys, namespaces
+}
+
 // TestBenchmark measures its own floor (Neutron and Kubernetes alone) and then Raven, in one run. Every
 // Raven it starts runs with the shipped resync period and orphan grace period (benchRaven); every wait is
 // derived from the floor (budget); every phase leaves no namespace being torn down behind it (endPhase).
@@ -422,23 +566,8 @@ func TestBenchmark(t *testing.T) {
 		}
 		_ = env.os.Networking.DeleteNetwork(ctx, net.ID)
 	}()
-	// deletePorts deletes the ports one at a time and returns each delete's time; a delete Neutron fails
-	// (a 500 "database is locked" under concurrent writes) is sent again, and its time includes the retries.
-	deletePorts := func(ps []openstack.Port) (ms []float64) {
-		for _, p := range ps {
-			start := time.Now()
-			err := env.os.Networking.DeletePort(ctx, p.ID)
-			for try := 0; err != nil && !openstack.IsNotFound(err) && try < 3; try++ {
-				time.Sleep(time.Second)
-				err = env.os.Networking.DeletePort(ctx, p.ID)
-			}
-			if err != nil && !openstack.IsNotFound(err) {
-				t.Fatal(err)
-			}
-			ms = append(ms, msSince(start, time.Now()))
-		}
-		return ms
-	}
+	floor := floorNetwork{t: t, network: net.ID, subnet: sub.ID}
+	deletePorts, bulk := floor.deletePorts, floor.bulk
 	var single []float64
 	var made []openstack.Port
 	for i := range 50 {
@@ -455,24 +584,6 @@ func TestBenchmark(t *testing.T) {
 	putStats(put, "floor.neutron_create_", fs)
 	ds := summarize(deletePorts(made))
 	put("floor.neutron_delete_p50", ds.p50)
-	bulk := func(n int) (time.Duration, []openstack.Port) {
-		start := time.Now()
-		var all []openstack.Port
-		for n > 0 {
-			k := min(n, 50)
-			specs := make([]openstack.PortSpec, k)
-			for i := range specs {
-				specs[i] = floorSpec(net.ID, sub.ID, i)
-			}
-			ps, err := env.os.Networking.CreatePorts(ctx, specs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all = append(all, ps...)
-			n -= k
-		}
-		return time.Since(start), all
-	}
 	d, ps := bulk(50)
 	deletePorts(ps)
 	put("floor.neutron_bulk_ports_per_s", 50/d.Seconds())
@@ -501,42 +612,10 @@ func TestBenchmark(t *testing.T) {
 	// ---- floor: Kubernetes alone, Raven stopped. The floor's pods are hostNetwork: Raven would leave
 	// them alone; their namespace is deleted before Raven starts again (it never sees it).
 	floorNS := benchNamespace(t, "bench-floor")
-	var watchLat, patchLat []float64
-	for i := range 30 {
-		name := fmt.Sprintf("floor-%d", i)
-		fp := benchPod(name)
-		fp.Spec.HostNetwork = true
-		start := time.Now()
-		if _, err := env.kube.CoreV1().Pods(floorNS).Create(ctx, fp, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		// The first Kubernetes measure: nothing to derive its wait from.
-		w.wait(t, []string{floorNS + "/" + name}, w.added, 30*time.Second)
-		at, _ := w.at(floorNS+"/"+name, w.added)
-		watchLat = append(watchLat, msSince(start, at))
-	}
-	for i := range 50 {
-		start := time.Now()
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{"bench/floor":"%d"}}}`, i)
-		if _, err := env.kube.CoreV1().Pods(floorNS).Patch(ctx, "floor-0", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		patchLat = append(patchLat, msSince(start, time.Now()))
-	}
+	watchLat, patchLat := kubernetesFloor(t, w, floorNS)
 	wls, pls := summarize(watchLat), summarize(patchLat)
 	// The same for a burst: as many pods as the warm-pool burst, created at once by 32 clients.
-	burstFloor := map[string][]string{}
-	for i := range *benchWarm {
-		burstFloor[floorNS] = append(burstFloor[floorNS], fmt.Sprintf("floor-burst-%d", i))
-	}
-	floorStarts := createConcurrentlyWith(t, burstFloor, func(p *corev1.Pod) { p.Spec.HostNetwork = true })
-	var burstWatch []float64
-	floorWait := b.within(time.Duration(*benchWarm) * time.Duration(wls.max*float64(time.Millisecond)))
-	for k, start := range floorStarts {
-		w.wait(t, []string{k}, w.added, floorWait)
-		at, _ := w.at(k, w.added)
-		burstWatch = append(burstWatch, msSince(start, at))
-	}
+	burstWatch := kubernetesBurstFloor(t, w, floorNS, b.within(time.Duration(*benchWarm)*time.Duration(wls.max*float64(time.Millisecond))))
 	bws := summarize(burstWatch)
 	putStats(put, "floor.k8s_burst_watch_", bws)
 	put("floor.k8s_watch_p50", wls.p50)
@@ -552,17 +631,7 @@ func TestBenchmark(t *testing.T) {
 	startRaven(t, benchRaven(ravenOpts{args: []string{"--port-pools=false"}}))
 	offNS := benchNamespace(t, "bench-off")
 	benchSubnet(t, offNS, b.namespace())
-	var offLat []float64
-	for i := range *benchOff {
-		name := fmt.Sprintf("off-%d", i)
-		start := time.Now()
-		if _, err := env.kube.CoreV1().Pods(offNS).Create(ctx, benchPod(name), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		w.wait(t, []string{offNS + "/" + name}, w.seen, b.ports(1, 0))
-		at, _ := w.at(offNS+"/"+name, w.seen)
-		offLat = append(offLat, msSince(start, at))
-	}
+	offLat := podsOneByOne(t, w, offNS, "off", *benchOff, b.ports(1, 0))
 	offStats := summarize(offLat)
 	putStats(put, "pools_off.", offStats)
 	t.Logf("pools off: p50 %.0f ms, max %.0f ms (n = %d; Neutron single create p50 %.0f ms)", offStats.p50, offStats.max, offStats.n, fs.p50)
@@ -570,18 +639,7 @@ func TestBenchmark(t *testing.T) {
 
 	// ---- burst: N pods over M namespaces at once, shipped configuration (pools on).
 	r := startRaven(t, def)
-	burst := map[string][]string{}
-	var keys, burstNSs []string
-	for i := range *benchNS {
-		ns := benchNamespace(t, fmt.Sprintf("bench-burst%d", i))
-		burstNSs = append(burstNSs, ns)
-		benchSubnet(t, ns, b.namespace())
-		for j := i; j < *benchPods; j += *benchNS {
-			name := fmt.Sprintf("burst-%d", j)
-			burst[ns] = append(burst[ns], name)
-			keys = append(keys, ns+"/"+name)
-		}
-	}
+	burst, keys, burstNSs := burstNamespaces(t, b)
 	waitRavenQuiet(t, r, b, *benchNS*config.Default().Pools.Max, 0)
 	calls0, _ := neutronCalls(t, r)
 	cpu0, _, _ := procStat(t, r.cmd.Process.Pid)
@@ -652,19 +710,7 @@ func TestBenchmark(t *testing.T) {
 	// floor's hostNetwork pods is left; servedPods leaves out any other).
 	r = startRaven(t, def)
 	have, _ := servedPods(t)
-	extra := map[string][]string{}
-	var extraKeys, coldNSs []string
-	for i := 0; have < *benchCold; i++ {
-		ns := benchNamespace(t, fmt.Sprintf("bench-cold%d", i))
-		coldNSs = append(coldNSs, ns)
-		benchSubnet(t, ns, b.namespace())
-		for j := 0; j < 150 && have < *benchCold; j++ {
-			name := fmt.Sprintf("cold-%d", j)
-			extra[ns] = append(extra[ns], name)
-			extraKeys = append(extraKeys, ns+"/"+name)
-			have++
-		}
-	}
+	extra, extraKeys, coldNSs := coldNamespaces(t, b, have)
 	createConcurrently(t, extra)
 	w.wait(t, extraKeys, w.seen, b.ports(len(extraKeys), 0))
 	waitRavenQuiet(t, r, b, len(coldNSs)*config.Default().Pools.Max, 2*len(extraKeys))
