@@ -15,9 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // octaviaListenerQuota sets the Octavia listener quota of Raven's project on a Keystone stack (Octavia
@@ -135,6 +135,31 @@ func TestChaosOctaviaRefusesListeners(t *testing.T) {
 		served, time.Since(lifted).Seconds())
 }
 
+// portsServed is a condition for eventually: at least n pools of the Service's load balancer have their one
+// member in Octavia. It sets *listeners to the number of listeners it saw.
+func portsServed(t *testing.T, svc *corev1.Service, n int, listeners *int) func() (bool, error) {
+	ctx := context.Background()
+	return func() (bool, error) {
+		lb := serviceLB(t, svc.UID)
+		if lb == nil {
+			return false, nil
+		}
+		pools, err := env.os.LoadBalancing.ListPools(ctx, lb.ID)
+		if err != nil {
+			return false, err
+		}
+		withMembers := 0
+		for _, p := range pools {
+			if m, err := env.os.LoadBalancing.ListMembers(ctx, p.ID); err == nil && len(m) == 1 {
+				withMembers++
+			}
+		}
+		ls, err := env.os.LoadBalancing.ListListeners(ctx, lb.ID)
+		*listeners = len(ls)
+		return withMembers >= n, err
+	}
+}
+
 // A Service with 100 ports: Octavia changes a load balancer one step at a time, each slower as listeners
 // pile up, so the load balancer takes long to build. Meanwhile another Service must be served as usual,
 // and deleting the big one half-built must leave nothing behind.
@@ -154,25 +179,7 @@ func TestChaosServiceWithManyPorts(t *testing.T) {
 	var listeners int
 	// Octavia builds port after port (listener, pool, members); the pools annotation follows once all are
 	// built, so progress is read from Octavia.
-	eventually(t, 2*time.Minute, "the first 3 ports of the 100-port Service served in Octavia", func() (bool, error) {
-		lb := serviceLB(t, big.UID)
-		if lb == nil {
-			return false, nil
-		}
-		pools, err := env.os.LoadBalancing.ListPools(ctx, lb.ID)
-		if err != nil {
-			return false, err
-		}
-		withMembers := 0
-		for _, p := range pools {
-			if m, err := env.os.LoadBalancing.ListMembers(ctx, p.ID); err == nil && len(m) == 1 {
-				withMembers++
-			}
-		}
-		ls, err := env.os.LoadBalancing.ListListeners(ctx, lb.ID)
-		listeners = len(ls)
-		return withMembers >= 3, err
-	})
+	eventually(t, 2*time.Minute, "the first 3 ports of the 100-port Service served in Octavia", portsServed(t, big, 3, &listeners))
 	firstPorts := time.Since(start)
 	// The VIP is announced while the load balancer is still being built (seed 004: VIP first, members after).
 	var vip annotations.VIP
@@ -208,6 +215,23 @@ func TestChaosServiceWithManyPorts(t *testing.T) {
 		firstPorts.Seconds(), listeners, smallTook.Seconds(), len(ls), time.Since(deleted).Seconds())
 }
 
+// fillSubnetPool takes subnets from the pool for network, the largest blocks first (from prefix length
+// bits down to /24, at most 64), until the pool has none left; it appends their IDs to blockers as it goes.
+func fillSubnetPool(t *testing.T, network, pool string, bits int, blockers *[]string) {
+	ctx := context.Background()
+	for bits <= 24 && len(*blockers) < 64 {
+		s, err := env.os.Networking.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: network, SubnetPoolID: pool, PrefixLength: bits})
+		switch k := openstack.KindOf(err); {
+		case err == nil:
+			*blockers = append(*blockers, s.ID)
+		case k == openstack.KindExhausted || k == openstack.KindBadRequest:
+			bits++
+		default:
+			t.Fatal(err)
+		}
+	}
+}
+
 // The pod subnet pool runs out: a new namespace gets a Warning event (and its pods one saying why they
 // wait), the namespaces that have networks keep working, and the namespace gets its network once space
 // is freed.
@@ -237,17 +261,7 @@ func TestChaosPodSubnetPoolExhausted(t *testing.T) {
 		blockers = nil
 	}
 	t.Cleanup(func() { free(); _ = env.os.Networking.DeleteNetwork(context.Background(), blockNet.ID) })
-	for bits := whole.Bits(); bits <= 24 && len(blockers) < 64; {
-		s, err := env.os.Networking.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: blockNet.ID, SubnetPoolID: pool.ID, PrefixLength: bits})
-		switch k := openstack.KindOf(err); {
-		case err == nil:
-			blockers = append(blockers, s.ID)
-		case k == openstack.KindExhausted || k == openstack.KindBadRequest:
-			bits++
-		default:
-			t.Fatal(err)
-		}
-	}
+	fillSubnetPool(t, blockNet.ID, pool.ID, whole.Bits(), &blockers)
 
 	ns := newNamespace(t)
 	createPod(t, ns, "waits")

@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/raven-net/raven/pkg/annotations"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 func createDeployment(t testing.TB, ns, name string, replicas int32) {
@@ -153,12 +153,38 @@ func waitMembers(t testing.TB, ns, name string, uid types.UID, n, port int) (lb 
 // The walkthrough of seed 004 on Octavia, followed by its external IP section and the deletion.
 func TestServiceWalkthrough(t *testing.T) {
 	ensureRaven(t)
-	ctx := context.Background()
 	ns := newNamespace(t)
 	createDeployment(t, ns, "demo", 3)
 	svc := createService(t, ns, "demo", nil)
 
 	lb, pool, members := waitMembers(t, ns, "demo", svc.UID, 3, 80)
+	listener := checkWalkthroughLoadBalancer(t, svc, lb)
+
+	// The annotations match Octavia.
+	checkWalkthroughAnnotations(t, ns, lb, pool, listener)
+	_ = members
+
+	// An external IP inside the external subnet becomes a floating IP on the VIP.
+	patchService(t, ns, "demo", `{"spec":{"externalIPs":["172.24.4.50"]}}`)
+	eventually(t, 30*time.Second, "floating IP 172.24.4.50 on the VIP", func() (bool, error) {
+		f := serviceFIPs(t, svc.UID)
+		return len(f) == 1 && f[0].FloatingIP == "172.24.4.50" && f[0].FixedIP == svc.Spec.ClusterIP && f[0].PortID == lb.VipPortID, nil
+	})
+	// An address outside it is ignored with a Warning event, and the floating IP is released.
+	patchService(t, ns, "demo", `{"spec":{"externalIPs":["192.0.2.7"]}}`)
+	eventually(t, 30*time.Second, "the floating IP released and a Warning event", func() (bool, error) {
+		return len(serviceFIPs(t, svc.UID)) == 0 && hasWarning(t, ns, "demo", "ExternalIPIgnored"), nil
+	})
+
+	// Deleting the service removes everything in OpenStack but the pods' ports.
+	checkServiceDeletion(t, ns, svc, lb)
+}
+
+// checkWalkthroughLoadBalancer checks the walkthrough's load balancer: its VIP is the clusterIP, on a real
+// Neutron port, with one TCP listener on 80, which it returns.
+func checkWalkthroughLoadBalancer(t *testing.T, svc *corev1.Service, lb *openstack.LoadBalancer) openstack.Listener {
+	t.Helper()
+	ctx := context.Background()
 	if lb.VipAddress != svc.Spec.ClusterIP {
 		t.Errorf("VIP %s, want the clusterIP %s", lb.VipAddress, svc.Spec.ClusterIP)
 	}
@@ -176,8 +202,13 @@ func TestServiceWalkthrough(t *testing.T) {
 	if vipPort.FixedIPs[0].IPAddress != svc.Spec.ClusterIP {
 		t.Errorf("VIP port address %s, want %s", vipPort.FixedIPs[0].IPAddress, svc.Spec.ClusterIP)
 	}
+	return listeners[0]
+}
 
-	// The annotations match Octavia.
+// checkWalkthroughAnnotations waits for the demo Service's annotations to list one pool of 3 members, then
+// checks that they name lb, its pool and listener.
+func checkWalkthroughAnnotations(t *testing.T, ns string, lb *openstack.LoadBalancer, pool openstack.Pool, listener openstack.Listener) {
+	t.Helper()
 	var vip annotations.VIP
 	var pools []annotations.Pool
 	eventually(t, 30*time.Second, "service annotations matching Octavia", func() (bool, error) {
@@ -193,24 +224,16 @@ func TestServiceWalkthrough(t *testing.T) {
 	if vip.LoadBalancerID != lb.ID || vip.PortID != lb.VipPortID || vip.Address != lb.VipAddress {
 		t.Errorf("vip annotation %+v does not match load balancer %+v", vip, lb)
 	}
-	if pools[0].ID != pool.ID || pools[0].ListenerID != listeners[0].ID || pools[0].LBMethod != "ROUND_ROBIN" {
-		t.Errorf("pool annotation %+v does not match pool %s of listener %s", pools[0], pool.ID, listeners[0].ID)
+	if pools[0].ID != pool.ID || pools[0].ListenerID != listener.ID || pools[0].LBMethod != "ROUND_ROBIN" {
+		t.Errorf("pool annotation %+v does not match pool %s of listener %s", pools[0], pool.ID, listener.ID)
 	}
-	_ = members
+}
 
-	// An external IP inside the external subnet becomes a floating IP on the VIP.
-	patchService(t, ns, "demo", `{"spec":{"externalIPs":["172.24.4.50"]}}`)
-	eventually(t, 30*time.Second, "floating IP 172.24.4.50 on the VIP", func() (bool, error) {
-		f := serviceFIPs(t, svc.UID)
-		return len(f) == 1 && f[0].FloatingIP == "172.24.4.50" && f[0].FixedIP == svc.Spec.ClusterIP && f[0].PortID == lb.VipPortID, nil
-	})
-	// An address outside it is ignored with a Warning event, and the floating IP is released.
-	patchService(t, ns, "demo", `{"spec":{"externalIPs":["192.0.2.7"]}}`)
-	eventually(t, 30*time.Second, "the floating IP released and a Warning event", func() (bool, error) {
-		return len(serviceFIPs(t, svc.UID)) == 0 && hasWarning(t, ns, "demo", "ExternalIPIgnored"), nil
-	})
-
-	// Deleting the service removes everything in OpenStack but the pods' ports.
+// checkServiceDeletion deletes the demo Service and checks that its load balancer, listeners, VIP port and
+// floating IP go, and the namespace's 3 pod ports stay.
+func checkServiceDeletion(t *testing.T, ns string, svc *corev1.Service, lb *openstack.LoadBalancer) {
+	t.Helper()
+	ctx := context.Background()
 	podPortsBefore := len(clusterPortsIn(t, ns))
 	if err := env.kube.CoreV1().Services(ns).Delete(ctx, "demo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
