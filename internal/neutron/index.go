@@ -36,7 +36,7 @@ type Index struct {
 	// not undo it (a port created, deleted or claimed while the list was running).
 	touched map[string]time.Time
 	// netTouched does the same for namespace networks, by namespace UID.
-	netTouched map[string]time.Time
+	netTouched  map[string]time.Time
 	portsLoaded bool
 	// written are the ports this process created, claimed or changed for an owner it had seen: their owner's
 	// absence from the cache is proof that it is gone, whatever the port's age.
