@@ -239,10 +239,27 @@ chassis_registered() {
   [[ -n $(ovn-sbctl --db="$OVN_SB" --timeout=5 --bare --columns=name find Chassis name="$NODE_NAME") ]]
 }
 
-# stop_datapath: with ovn-controller already stopped (it would create br-int again), deletes the namespaces of the
-# pods plugged into this stack's bridges and every namespace in $STACK_DIR/netns, the bridges, then stops
-# ovs-vswitchd with --cleanup so that its persistent taps go too. After a crash of ovs-vswitchd, it deletes
-# those taps itself, if this stack's datapath was the root namespace's.
+# stop_sandboxes: kills the processes that serve in the node stand-in's pods and prints the pods' network
+# namespaces. The stand-in keeps one JSON file per pod in its state directory (netns, sandbox id, pid); a pod's
+# server runs in a process group of its own, so that it outlives a restart of the stand-in, and is only
+# killed while its command line still names its sandbox (a PID can be reused).
+stop_sandboxes() {
+  local f pid id ns
+  for f in "$STACK_DIR"/node-standin/*.json; do
+    [[ -f $f ]] || continue
+    read -r pid id ns < <(jq -r '"\(.pid // 0) \(.id // "-") \(.netns // "")"' "$f" 2>/dev/null) || continue
+    if ((pid > 0)) && tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "--sandbox=$id"; then
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    [[ -n $ns ]] && echo "$ns"
+  done
+  return 0
+}
+
+# stop_datapath: with ovn-controller already stopped (it would create br-int again), deletes the namespaces of
+# the pods plugged into this stack's bridges, those of the node stand-in's sandboxes and every namespace in
+# $STACK_DIR/netns, the bridges, then stops ovs-vswitchd with --cleanup so that its persistent taps go too.
+# After a crash of ovs-vswitchd, it deletes those taps itself, if this stack's datapath was the root namespace's.
 stop_datapath() {
   local where="" ns p id
   [[ -f $STACK_DIR/datapath ]] || return 0
@@ -250,6 +267,7 @@ stop_datapath() {
   CHASSIS_NS=""
   [[ $where != root ]] && CHASSIS_NS=$where
   local -a netns=()
+  mapfile -t netns < <(stop_sandboxes)
   if alive "$STACK_DIR/pids/ovsdb-server.pid"; then
     # A pod's host-side veth is a port of br-int; its peer's namespace is the pod's.
     local ids
@@ -415,7 +433,9 @@ ENV
     echo "export KEYSTONE_URL=http://127.0.0.1:$KSP/v3" >>"$STACK_DIR/env"
   fi
 
-  local -a standin=("$STACK_DIR/bin/node-standin" --kubeconfig="$STACK_DIR/kubeconfig" --node-name="$NODE_NAME")
+  # The stand-in lists the pods' sandboxes (network namespace, server PID) in its state directory; down reads it.
+  local -a standin=("$STACK_DIR/bin/node-standin" --kubeconfig="$STACK_DIR/kubeconfig" --node-name="$NODE_NAME"
+    --state-dir="$STACK_DIR/node-standin")
   if [[ $cni == 1 ]]; then
     log "building raven-cni and raven-node, starting raven-node (the CNI daemon of node $NODE_NAME)"
     (cd "$REPO" && go build -o "$STACK_DIR/bin/raven-cni" ./cmd/raven-cni && go build -o "$STACK_DIR/bin/raven-node" ./cmd/raven-node)
