@@ -20,6 +20,29 @@ type sandboxes struct {
 	self string
 }
 
+// add makes a new sandbox in the pod's network namespace through CNI ADD, like a kubelet: every attempt is a
+// new sandbox, and a failed one is deleted.
+func (s *sandboxes) add(ctx context.Context, pod *corev1.Pod, sb *sandbox, netnsPath string) error {
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	sb.ID = newSandboxID()
+	if err := s.store.save(sb); err != nil {
+		return err
+	}
+	ip, err := s.cni.add(ctx, sb, netnsPath)
+	if err != nil {
+		if derr := s.cni.del(ctx, sb, netnsPath); derr != nil {
+			logger.Error(derr, "DEL after a failed ADD")
+		}
+		return fmt.Errorf("CNI ADD for pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	sb.Ready, sb.IP = true, ip
+	if err := s.store.save(sb); err != nil {
+		return err
+	}
+	logger.V(1).Info("Pod sandbox ready", "sandbox", sb.ID, "ip", ip)
+	return nil
+}
+
 // ensure makes the pod's sandbox ready and returns its IP. An error means "try again later".
 func (s *sandboxes) ensure(ctx context.Context, pod *corev1.Pod) (string, error) {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
@@ -47,23 +70,9 @@ func (s *sandboxes) ensure(ctx context.Context, pod *corev1.Pod) (string, error)
 		return "", err
 	}
 	if !sb.Ready {
-		// Like a kubelet: every attempt is a new sandbox, and a failed one is deleted.
-		sb.ID = newSandboxID()
-		if err := s.store.save(sb); err != nil {
+		if err := s.add(ctx, pod, sb, netnsPath); err != nil {
 			return "", err
 		}
-		ip, err := s.cni.add(ctx, sb, netnsPath)
-		if err != nil {
-			if derr := s.cni.del(ctx, sb, netnsPath); derr != nil {
-				logger.Error(derr, "DEL after a failed ADD")
-			}
-			return "", fmt.Errorf("CNI ADD for pod %s/%s: %w", pod.Namespace, pod.Name, err)
-		}
-		sb.Ready, sb.IP = true, ip
-		if err := s.store.save(sb); err != nil {
-			return "", err
-		}
-		logger.V(1).Info("Pod sandbox ready", "sandbox", sb.ID, "ip", ip)
 	}
 	if p := podPorts(pod); !p.empty() && !serverAlive(sb.PID, sb.ID) {
 		pid, wait, err := startServer(s.self, filepath.Join(s.store.dir, sb.Netns+".log"), serveArgs(sb, netnsPath, p))

@@ -132,29 +132,12 @@ func (s *standin) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if !exists {
-		if s.sb == nil {
-			return nil
-		}
-		ns, name, err := cache.SplitMetaNamespaceKey(key)
-		if err != nil {
-			return err
-		}
-		return s.sb.removeByName(ctx, ns, name)
+		return s.removeGone(ctx, key)
 	}
 	pod := obj.(*corev1.Pod)
 	pods := s.cs.CoreV1().Pods(pod.Namespace)
 	if pod.DeletionTimestamp != nil {
-		// A kubelet stops the containers (and the sandbox) and then removes the pod.
-		if s.sb != nil && pod.Spec.NodeName == s.node {
-			if err := s.sb.removeByName(ctx, pod.Namespace, pod.Name); err != nil {
-				return err
-			}
-		}
-		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil
-		}
-		return err
+		return s.finishDeletion(ctx, pod)
 	}
 	if pod.Spec.NodeName == "" {
 		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
@@ -178,6 +161,33 @@ func (s *standin) sync(ctx context.Context, key string) error {
 		return err
 	}
 	return s.markReady(ctx, pod, ip)
+}
+
+// removeGone removes the sandbox of a pod that is gone from the API.
+func (s *standin) removeGone(ctx context.Context, key string) error {
+	if s.sb == nil {
+		return nil
+	}
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return err
+	}
+	return s.sb.removeByName(ctx, ns, name)
+}
+
+// finishDeletion does what a kubelet does for a pod being deleted: it stops the containers (and removes the
+// sandbox), then removes the pod.
+func (s *standin) finishDeletion(ctx context.Context, pod *corev1.Pod) error {
+	if s.sb != nil && pod.Spec.NodeName == s.node {
+		if err := s.sb.removeByName(ctx, pod.Namespace, pod.Name); err != nil {
+			return err
+		}
+	}
+	err := s.cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // podIP is the IP the pod's sandbox got from CNI, or without CNI the IP of its port annotation ("" while

@@ -64,15 +64,25 @@ func evaluate(pod *corev1.Pod, want wire.Pod, node string) (t target, waitingFor
 	if len(port.FixedIPs) == 0 {
 		return target{}, fmt.Sprintf("an IP address on port %s", port.ID), nil
 	}
-	var subnet annotations.Subnet
-	ok, err = annotations.Decode(pod.Annotations, annotations.PodSubnet, &subnet)
-	if !ok || err != nil {
-		return target{}, fmt.Sprintf("a valid %s annotation", annotations.PodSubnet), nil
-	}
-	if subnet.ID != port.FixedIPs[0].SubnetID {
-		return target{}, fmt.Sprintf("the %s annotation of subnet %s (it names %s)", annotations.PodSubnet, port.FixedIPs[0].SubnetID, subnet.ID), nil
+	subnet, waitingFor := portSubnet(pod, port)
+	if waitingFor != "" {
+		return target{}, waitingFor, nil
 	}
 	return target{pod: pod, uid: uid, port: port, subnet: subnet}, "", nil
+}
+
+// portSubnet reads the pod's subnet annotation, or says what is still awaited: a valid annotation naming
+// the subnet of the port's first address.
+func portSubnet(pod *corev1.Pod, port annotations.Port) (annotations.Subnet, string) {
+	var subnet annotations.Subnet
+	ok, err := annotations.Decode(pod.Annotations, annotations.PodSubnet, &subnet)
+	if !ok || err != nil {
+		return subnet, fmt.Sprintf("a valid %s annotation", annotations.PodSubnet)
+	}
+	if subnet.ID != port.FixedIPs[0].SubnetID {
+		return subnet, fmt.Sprintf("the %s annotation of subnet %s (it names %s)", annotations.PodSubnet, port.FixedIPs[0].SubnetID, subnet.ID)
+	}
+	return subnet, ""
 }
 
 // HostIfName is the host end of a port's veth: tap and the port ID's first 11 characters, as Neutron's
