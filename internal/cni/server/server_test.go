@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -121,21 +122,7 @@ func TestAdd(t *testing.T) {
 			}
 			events := e.events()
 			if tt.wantErr != "" {
-				if resp.Error == nil || !strings.Contains(resp.Error.Msg, tt.wantErr) || resp.Error.Code != tt.wantCode {
-					t.Fatalf("error %+v, want code %d containing %q", resp.Error, tt.wantCode, tt.wantErr)
-				}
-				if !strings.Contains(resp.Error.Msg, "default/nginx") {
-					t.Errorf("error %q does not name the pod", resp.Error.Msg)
-				}
-				if len(events) != 1 || !strings.HasPrefix(events[0], tt.wantEvent) {
-					t.Errorf("events %q, want one %q", events, tt.wantEvent)
-				}
-				if names := e.ovs.Names(); len(names) != 0 {
-					t.Errorf("OVS ports %v left after a failed ADD", names)
-				}
-				if links := e.plumber.hostLinks(); len(links) != 0 {
-					t.Errorf("veths %v left after a failed ADD", links)
-				}
+				checkFailedAdd(t, e, resp, events, tt.wantErr, tt.wantCode, tt.wantEvent)
 				return
 			}
 			r := decodeResult(t, resp)
@@ -148,6 +135,27 @@ func TestAdd(t *testing.T) {
 				t.Errorf("setups %+v, want one of %s", e.plumber.setups, testTap)
 			}
 		})
+	}
+}
+
+// checkFailedAdd: the ADD failed with this code and an error naming the pod and containing wantErr, one event
+// starting with wantEvent was recorded, and no OVS port or veth is left.
+func checkFailedAdd(t *testing.T, e *env, resp wire.Response, events []string, wantErr string, wantCode uint, wantEvent string) {
+	t.Helper()
+	if resp.Error == nil || !strings.Contains(resp.Error.Msg, wantErr) || resp.Error.Code != wantCode {
+		t.Fatalf("error %+v, want code %d containing %q", resp.Error, wantCode, wantErr)
+	}
+	if !strings.Contains(resp.Error.Msg, "default/nginx") {
+		t.Errorf("error %q does not name the pod", resp.Error.Msg)
+	}
+	if len(events) != 1 || !strings.HasPrefix(events[0], wantEvent) {
+		t.Errorf("events %q, want one %q", events, wantEvent)
+	}
+	if names := e.ovs.Names(); len(names) != 0 {
+		t.Errorf("OVS ports %v left after a failed ADD", names)
+	}
+	if links := e.plumber.hostLinks(); len(links) != 0 {
+		t.Errorf("veths %v left after a failed ADD", links)
 	}
 }
 
@@ -264,9 +272,9 @@ func TestCheck(t *testing.T) {
 		wantErr string
 	}{
 		{name: "a plugged pod passes"},
-		{name: "a missing OVS port fails", breakIt: func(e *env) { _ = e.ovs.DelPort(nil, testTap) }, wantErr: "OVS has no interface"},
+		{name: "a missing OVS port fails", breakIt: func(e *env) { _ = e.ovs.DelPort(context.Background(), testTap) }, wantErr: "OVS has no interface"},
 		{name: "a wrong iface-id fails", breakIt: func(e *env) {
-			iface, _, _ := e.ovs.Interface(nil, testTap)
+			iface, _, _ := e.ovs.Interface(context.Background(), testTap)
 			iface.ExternalIDs[ovs.KeyIfaceID] = "other"
 			e.ovs.Set(testTap, iface.ExternalIDs)
 		}, wantErr: "has iface-id \"other\""},
@@ -302,7 +310,8 @@ func TestGCRemovesOnlyUnknownAttachments(t *testing.T) {
 	e.ovs.Set("tapstale", mine("stale"))
 	e.ovs.Set("tapotherif", map[string]string{ovs.KeySandbox: "kept", ovs.KeyIfName: "net1"})
 	e.ovs.Set("foreign", map[string]string{ovs.KeyIfaceID: "someone-elses"})
-	e.plumber.links["tapstale"] = e.plumber.links["tapstale"]
+	stale := e.plumber.links["tapstale"] // the stale attachment's veth is on the host
+	e.plumber.links["tapstale"] = stale
 	conf, _ := json.Marshal(map[string]any{
 		"cniVersion": "1.1.0", "name": "raven", "type": "raven-cni",
 		"cni.dev/valid-attachments": []types.GCAttachment{{ContainerID: "kept", IfName: "eth0"}},
