@@ -35,25 +35,39 @@ func TestShippedDaemonSet(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("the DaemonSet's args do not validate: %v", err)
 	}
-	mounted := func(path string) *corev1.VolumeMount {
-		for i, m := range c.VolumeMounts {
-			if path == m.MountPath || strings.HasPrefix(path, m.MountPath+"/") {
-				return &c.VolumeMounts[i]
-			}
+	checkMounts(t, c, o)
+	checkShippedConflist(t, o)
+}
+
+// mountOf is the volume mount of c that holds path, or nil.
+func mountOf(c corev1.Container, path string) *corev1.VolumeMount {
+	for i, m := range c.VolumeMounts {
+		if path == m.MountPath || strings.HasPrefix(path, m.MountPath+"/") {
+			return &c.VolumeMounts[i]
 		}
-		return nil
 	}
+	return nil
+}
+
+// checkMounts: every path the daemon uses is on a volume of c, and the network namespaces are mounted with
+// HostToContainer propagation.
+func checkMounts(t *testing.T, c corev1.Container, o *Options) {
+	t.Helper()
 	for _, p := range []string{o.Socket, o.CNIBinDir, o.CNIConfDir, o.CNIConflist, strings.TrimPrefix(o.OVSDB, "unix:"), "/run/netns/x", "/var/run/netns/x"} {
-		if mounted(p) == nil {
+		if mountOf(c, p) == nil {
 			t.Errorf("%s is not on a volume", p)
 		}
 	}
 	for _, p := range []string{"/run/netns/x", "/var/run/netns/x"} {
-		if m := mounted(p); m != nil && (m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationHostToContainer) {
+		if m := mountOf(c, p); m != nil && (m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationHostToContainer) {
 			t.Errorf("%s is mounted without HostToContainer propagation", m.MountPath)
 		}
 	}
+}
 
+// checkShippedConflist: the conflist of deploy/node/cni-config.yaml fits the daemon's socket.
+func checkShippedConflist(t *testing.T, o *Options) {
+	t.Helper()
 	rawCM, err := os.ReadFile("../../../deploy/node/cni-config.yaml")
 	if err != nil {
 		t.Fatal(err)

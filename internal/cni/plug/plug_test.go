@@ -135,7 +135,15 @@ func checkPod(t *testing.T, s Spec) {
 	if len(obs.Addrs) != 1 || obs.Addrs[0].String() != "10.244.0.158/24" {
 		t.Errorf("pod addresses %v", obs.Addrs)
 	}
-	err = ns.WithNetNSPath(s.Netns, func(ns.NetNS) error {
+	if err := ns.WithNetNSPath(s.Netns, checkLoAndRoutes(t, s.IfName)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkLoAndRoutes runs in the pod's namespace: lo is up, and the pod interface has the default route and
+// the subnet's host route.
+func checkLoAndRoutes(t *testing.T, ifName string) func(ns.NetNS) error {
+	return func(ns.NetNS) error {
 		lo, err := netlinksafe.LinkByName("lo")
 		if err != nil {
 			return err
@@ -143,7 +151,7 @@ func checkPod(t *testing.T, s Spec) {
 		if lo.Attrs().Flags&net.FlagUp == 0 {
 			t.Error("lo is down")
 		}
-		link, err := netlinksafe.LinkByName(s.IfName)
+		link, err := netlinksafe.LinkByName(ifName)
 		if err != nil {
 			return err
 		}
@@ -168,9 +176,6 @@ func checkPod(t *testing.T, s Spec) {
 			t.Errorf("routes missing: %v (have %v)", want, routes)
 		}
 		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
