@@ -82,6 +82,10 @@ func (b *Batcher) send(ctx context.Context, batch []*createReq) {
 		if err == nil && len(ports) == len(batch) {
 			for i, r := range batch {
 				p := ports[i]
+				if err := KeepTags(ctx, b.N, &p, r.spec.Tags); err != nil {
+					r.done <- createRes{err: err}
+					continue
+				}
 				if b.Created != nil {
 					b.Created(p)
 				}
@@ -94,6 +98,11 @@ func (b *Batcher) send(ctx context.Context, batch []*createReq) {
 	}
 	for _, r := range batch {
 		p, err := b.N.CreatePort(ctx, r.spec)
+		if err == nil {
+			if err = KeepTags(ctx, b.N, p, r.spec.Tags); err != nil {
+				p = nil
+			}
+		}
 		if err == nil && b.Created != nil {
 			b.Created(*p)
 		}

@@ -364,6 +364,10 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet) {
 			return
 		}
 		for _, port := range ports {
+			if err := KeepTags(ctx, p.M.N, &port, owner.Tags()); err != nil {
+				log.Error(err, "A pool port came back untagged and could not be tagged", "port", port.ID)
+				continue
+			}
 			p.M.X.PutPort(p.M.C.ID, port)
 		}
 		log.V(2).Info("Refilled port pool", "created", len(ports), "free", p.M.X.FreeIn(nn.Network.ID))

@@ -89,7 +89,11 @@ func (m *Manager) create(ctx context.Context, spec openstack.PortSpec) (*opensta
 	case m.C.Caps.TagsOnPortCreate && m.B != nil:
 		return m.B.Create(ctx, spec)
 	case m.C.Caps.TagsOnPortCreate:
-		return m.N.CreatePort(ctx, spec)
+		p, err := m.N.CreatePort(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		return p, KeepTags(ctx, m.N, p, spec.Tags)
 	}
 	tags := spec.Tags
 	spec.Tags = nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,6 +66,12 @@ var (
 		},
 		del: func(n openstack.Networking) func(context.Context, string) error { return n.DeleteRouter },
 		id:  func(x *openstack.Router) string { return x.ID }, set: func(x *openstack.Router, t []string) { x.Tags = t }}
+	portKind = kind[openstack.Port]{res: openstack.ResourcePorts,
+		list: func(n openstack.Networking) func(context.Context, openstack.Filter) ([]openstack.Port, error) {
+			return n.ListPorts
+		},
+		del: func(n openstack.Networking) func(context.Context, string) error { return n.DeletePort },
+		id:  func(x *openstack.Port) string { return x.ID }, set: func(x *openstack.Port, t []string) { x.Tags = t }}
 	floatingIPKind = kind[openstack.FloatingIP]{res: openstack.ResourceFloatingIPs,
 		list: func(n openstack.Networking) func(context.Context, openstack.Filter) ([]openstack.FloatingIP, error) {
 			return n.ListFloatingIPs
@@ -123,4 +130,29 @@ func (m *Manager) CreateFloatingIP(ctx context.Context, spec openstack.FloatingI
 		spec.Description = d
 		return m.N.CreateFloatingIP(ctx, spec)
 	})
+}
+
+// KeepTags makes sure a port created with tags in its request carries them. Neutron can answer a create
+// without them (a create it retried internally after a database deadlock was seen to lose them), and an
+// untagged port is nobody's: Raven would neither find nor delete it. The port is tagged again, or deleted
+// when that fails too.
+func KeepTags(ctx context.Context, n openstack.Networking, p *openstack.Port, tags []string) error {
+	if len(tags) == 0 || hasAll(p.Tags, tags) {
+		return nil
+	}
+	klog.FromContext(ctx).Info("Neutron created a port without the tags of its request; tagging it", "port", p.ID)
+	if err := n.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, tags); err != nil {
+		return undoCreate(ctx, n, portKind, p.ID, err)
+	}
+	p.Tags = tags
+	return nil
+}
+
+func hasAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
 }

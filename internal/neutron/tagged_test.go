@@ -195,3 +195,46 @@ func TestPodPortsGetTheClusterPodGroup(t *testing.T) {
 		t.Fatalf("%d writes to restore one rule, want 1", n.Writes-writes)
 	}
 }
+
+func TestAPortNeutronCreatedWithoutItsTagsIsTaggedOrDeleted(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name       string
+		batcher    bool
+		tagFails   bool
+		wantTagged int
+	}{
+		{name: "a single create that lost its tags is tagged again", wantTagged: 1},
+		{name: "a bulk create that lost its tags is tagged again", batcher: true, wantTagged: 1},
+		{name: "a port that lost its tags and cannot be tagged is deleted, and the error returned", tagFails: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := fake.NewNeutron()
+			m, nn := setupNamespace(t, n)
+			if tc.batcher {
+				m.B = &Batcher{N: n, Max: 10, InFlight: 1}
+			}
+			n.DropTags = 1
+			if tc.tagFails {
+				n.Fail("ReplaceTags", 1, serverError)
+			}
+			_, _, err := m.EnsurePort(ctx, PodRef{UID: "u1", Namespace: "ns", Name: "p", Node: "node-a"}, nn, "")
+			if tc.tagFails != (err != nil) {
+				t.Fatalf("EnsurePort error %v", err)
+			}
+			n.Lock()
+			defer n.Unlock()
+			tagged := 0
+			for _, p := range n.Ports {
+				if !ownership.Owns("c1", p.Tags) {
+					t.Fatalf("port %s is left without tags: nobody's", p.ID)
+				}
+				tagged++
+			}
+			if tagged != tc.wantTagged {
+				t.Fatalf("%d tagged ports, want %d", tagged, tc.wantTagged)
+			}
+		})
+	}
+}

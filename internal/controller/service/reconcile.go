@@ -369,7 +369,11 @@ func (r *Reconciler) ensureVIP(ctx context.Context, svc *corev1.Service) (openst
 	if err != nil {
 		return openstack.Port{}, err
 	}
-	if !c.Caps.TagsOnPortCreate {
+	if c.Caps.TagsOnPortCreate {
+		if err := neutron.KeepTags(ctx, r.Neutron.N, p, spec.Tags); err != nil {
+			return openstack.Port{}, err
+		}
+	} else {
 		if err := r.Neutron.N.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, owner.Tags()); err != nil {
 			return openstack.Port{}, err
 		}

@@ -32,6 +32,9 @@ type Neutron struct {
 	Faults map[string]*Fault
 	// Now is the clock for created_at.
 	Now func() time.Time
+	// DropTags makes this many port creates ignore the tags of their request (as a create Neutron retried
+	// after a database deadlock was seen to do).
+	DropTags int
 	// Delay makes every write take this long, one at a time, as a busy Neutron does.
 	Delay time.Duration
 	// nextPoolPrefix hands out subnet pool prefixes.
@@ -457,8 +460,10 @@ func (n *Neutron) createPortLocked(s openstack.PortSpec) (*openstack.Port, error
 		x.SecurityGroups = slices.Clone(s.SecurityGroups)
 	}
 	bind(x, s.HostID)
-	if n.Caps.TagsOnPortCreate {
+	if n.Caps.TagsOnPortCreate && n.DropTags == 0 {
 		x.Tags = slices.Clone(s.Tags)
+	} else if n.DropTags > 0 {
+		n.DropTags--
 	}
 	n.Ports[x.ID] = x
 	c := *x
