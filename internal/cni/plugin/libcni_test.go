@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"k8s.io/client-go/informers"
@@ -35,31 +36,34 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// The whole path as a runtime drives it: libcni execs raven-cni, which talks to an in-process raven-node
-// that plugs a real namespace (OVS is the fake).
-func TestThroughLibcniIntoARealNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a network namespace and a veth pair (run the tests as root to cover the whole path)")
-	}
-	dir := t.TempDir()
+// pluginSetup installs the test binary as the plugin in dir/bin (it plays raven-cni when exec'd) and returns
+// that directory, the daemon's socket path and the network configuration list naming it.
+func pluginSetup(t *testing.T, dir string) (bin, socket string, list *libcni.NetworkConfigList) {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "bin")
+	bin = filepath.Join(dir, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(self, filepath.Join(bin, wire.PluginType)); err != nil {
 		t.Fatal(err)
 	}
-	socket := filepath.Join(dir, "run", "cni.sock")
+	socket = filepath.Join(dir, "run", "cni.sock")
 	conflist, _ := wire.Conflist(socket)
-	list, err := libcni.NetworkConfFromBytes(conflist)
+	list, err = libcni.NetworkConfFromBytes(conflist)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bin, socket, list
+}
 
+// startNodeServer serves raven-node's CNI requests on socket until the test ends, with the annotated pod in
+// its cache, real netlink plumbing and a fake OVS, which it returns.
+func startNodeServer(t *testing.T, socket string) *ovsfake.OVS {
+	t.Helper()
 	cs := fake.NewClientset(annotatedPod(t))
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	inf := factory.Core().V1().Pods().Informer()
@@ -76,7 +80,45 @@ func TestThroughLibcniIntoARealNamespace(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); factory.Shutdown(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		factory.Shutdown()
+		if err := <-done; err != nil {
+			t.Logf("raven-node server: %v", err)
+		}
+	})
+	return fakeOVS
+}
+
+// checkAdded: the ADD result has the port's address, and the pod end in netnsPath has the port's MAC, MTU
+// 1442, one address and tx checksum offload off.
+func checkAdded(t *testing.T, res types.Result, netnsPath string) {
+	t.Helper()
+	r, err := current.NewResultFromResult(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := json.Marshal(r); len(r.IPs) != 1 || r.IPs[0].Address.String() != "10.244.0.158/24" {
+		t.Errorf("result %s", out)
+	}
+	obs, err := plug.Inspect(netnsPath, "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.MAC.String() != "fa:16:3e:84:88:2a" || obs.MTU != 1442 || obs.TxChecksum || len(obs.Addrs) != 1 {
+		t.Errorf("pod end %+v", obs)
+	}
+}
+
+// The whole path as a runtime drives it: libcni execs raven-cni, which talks to an in-process raven-node
+// that plugs a real namespace (OVS is the fake).
+func TestThroughLibcniIntoARealNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates a network namespace and a veth pair (run the tests as root to cover the whole path)")
+	}
+	dir := t.TempDir()
+	bin, socket, list := pluginSetup(t, dir)
+	fakeOVS := startNodeServer(t, socket)
 
 	netns, err := testutils.NewNS()
 	if err != nil {
@@ -94,20 +136,7 @@ func TestThroughLibcniIntoARealNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ADD: %v", err)
 	}
-	r, err := current.NewResultFromResult(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, _ := json.Marshal(r); len(r.IPs) != 1 || r.IPs[0].Address.String() != "10.244.0.158/24" {
-		t.Errorf("result %s", out)
-	}
-	obs, err := plug.Inspect(netns.Path(), "eth0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if obs.MAC.String() != "fa:16:3e:84:88:2a" || obs.MTU != 1442 || obs.TxChecksum || len(obs.Addrs) != 1 {
-		t.Errorf("pod end %+v", obs)
-	}
+	checkAdded(t, res, netns.Path())
 	if err := cni.CheckNetworkList(t.Context(), list, rt); err != nil {
 		t.Errorf("CHECK: %v", err)
 	}
