@@ -99,7 +99,22 @@ func TestSandboxLifecycle(t *testing.T) {
 		t.Fatalf("no server process (pid %d)", sb.PID)
 	}
 	// The fake plugin leaves lo down; the real one sets it up.
-	err = ns.WithNetNSPath(netnsPath, func(ns.NetNS) error {
+	if err := ns.WithNetNSPath(netnsPath, loUpAndAnswering(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	// A second ensure keeps the sandbox.
+	if ip, err := s.ensure(t.Context(), pod); err != nil || ip != "10.99.0.5" || len(calls(t, bin)) != 1 {
+		t.Errorf("second ensure = %q, %v, calls %q", ip, err, calls(t, bin))
+	}
+
+	checkRemove(t, s, pod, bin, sb, netnsPath)
+}
+
+// loUpAndAnswering runs in the pod's namespace: it sets lo up (the fake plugin leaves it down; the real one
+// sets it up) and checks that the pod's server answers on port 8080.
+func loUpAndAnswering(t *testing.T) func(ns.NetNS) error {
+	return func(ns.NetNS) error {
 		lo, err := netlinksafe.LinkByName("lo")
 		if err != nil {
 			return err
@@ -110,16 +125,13 @@ func TestSandboxLifecycle(t *testing.T) {
 		waitListening(t, 8080)
 		expectAnswers(t, "127.0.0.1", 8080, "web\n")
 		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
+}
 
-	// A second ensure keeps the sandbox.
-	if ip, err := s.ensure(t.Context(), pod); err != nil || ip != "10.99.0.5" || len(calls(t, bin)) != 1 {
-		t.Errorf("second ensure = %q, %v, calls %q", ip, err, calls(t, bin))
-	}
-
+// checkRemove removes the pod's sandbox: the plugin gets a DEL, the namespace and the server go, and a
+// second remove is fine.
+func checkRemove(t *testing.T, s *sandboxes, pod *corev1.Pod, bin string, sb *sandbox, netnsPath string) {
+	t.Helper()
 	if err := s.removeByName(t.Context(), pod.Namespace, pod.Name); err != nil {
 		t.Fatal(err)
 	}
