@@ -418,6 +418,24 @@ func (n *Neutron) GetPort(_ context.Context, id string) (*openstack.Port, error)
 	return nil, notFound("port")
 }
 
+// freeIPLocked returns the first address of the subnet's first allocation pool that no port holds, or "".
+func (n *Neutron) freeIPLocked(sub *openstack.Subnet) string {
+	used := map[string]bool{}
+	for _, p := range n.Ports {
+		for _, f := range p.FixedIPs {
+			used[f.IPAddress] = true
+		}
+	}
+	pool := sub.AllocationPools[0]
+	end := netip.MustParseAddr(pool.End)
+	for a := netip.MustParseAddr(pool.Start); a.Compare(end) <= 0; a = a.Next() {
+		if !used[a.String()] {
+			return a.String()
+		}
+	}
+	return ""
+}
+
 func (n *Neutron) createPortLocked(s openstack.PortSpec) (*openstack.Port, error) {
 	if _, ok := n.Nets[s.NetworkID]; !ok {
 		return nil, notFound("network")
@@ -432,20 +450,7 @@ func (n *Neutron) createPortLocked(s openstack.PortSpec) (*openstack.Port, error
 	if sub != nil {
 		ip := s.IPAddress
 		if ip == "" {
-			used := map[string]bool{}
-			for _, p := range n.Ports {
-				for _, f := range p.FixedIPs {
-					used[f.IPAddress] = true
-				}
-			}
-			pool := sub.AllocationPools[0]
-			end := netip.MustParseAddr(pool.End)
-			for a := netip.MustParseAddr(pool.Start); a.Compare(end) <= 0; a = a.Next() {
-				if !used[a.String()] {
-					ip = a.String()
-					break
-				}
-			}
+			ip = n.freeIPLocked(sub)
 			if ip == "" {
 				return nil, openstack.NewError("fake port create", openstack.KindExhausted, 409, "IpAddressGenerationFailure")
 			}
