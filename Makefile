@@ -6,6 +6,7 @@ GO ?= go
 BENCH_TIMEOUT ?= 180m
 BIN := bin
 GOLANGCI_VERSION := v2.15.0
+GOLANGCI := $(BIN)/golangci-lint-$(GOLANGCI_VERSION)
 STACK_ENV := .stack/env
 
 .DEFAULT_GOAL := help
@@ -26,7 +27,7 @@ run: build stack-up ## Bring the local stack up (when it is not running) and run
 	  exec $(BIN)/raven --config="$$RAVEN_CONFIG" -v=2
 
 .PHONY: test
-test: test-unit test-e2e ## Unit tests, then e2e tests on the real local stack (started and stopped by the tests when not running).
+test: lint test-unit test-e2e ## Lint, unit tests, then e2e tests on the real local stack (started and stopped by the tests when not running).
 
 .PHONY: test-unit
 test-unit: ## Unit tests; no service needed.
@@ -53,12 +54,15 @@ chaos: ## The long fault-injection suite (the bounded version runs in make test)
 	$(GO) test -run '^$$' -fuzz FuzzUpperHalf -fuzztime 30s ./internal/neutron/
 
 .PHONY: lint
-lint: $(BIN)/golangci-lint ## Run golangci-lint with .golangci.yml.
-	$(BIN)/golangci-lint run ./...
+lint: $(GOLANGCI) ## Run golangci-lint with .golangci.yml (e2e and bench tests included); installs it the first time.
+	$(GOLANGCI) run ./...
 
-$(BIN)/golangci-lint:
+# The binary's name carries its version, so that a change of GOLANGCI_VERSION installs the new one.
+$(GOLANGCI):
 	@echo "installing golangci-lint $(GOLANGCI_VERSION) into $(BIN)/ (a few minutes the first time)"
-	GOBIN=$(abspath $(BIN)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+	@mkdir -p $(BIN)/.golangci-install
+	GOBIN=$(abspath $(BIN))/.golangci-install $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+	mv $(BIN)/.golangci-install/golangci-lint $@ && rmdir $(BIN)/.golangci-install
 
 .PHONY: stack-up
 stack-up: ## Start the local stack (builds Kubernetes once, installs Neutron/Octavia with apt when missing).
