@@ -355,7 +355,7 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet) {
 		specs := make([]openstack.PortSpec, n)
 		for i := range specs {
 			specs[i] = openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, SubnetID: nn.Subnet.ID,
-				DeviceOwner: DeviceOwner, Description: "ready port of namespace " + nn.Namespace, Tags: owner.Tags(),
+				DeviceOwner: DeviceOwner, Description: Marker(owner.Tags()), Tags: owner.Tags(),
 				SecurityGroups: p.M.C.PodSecurityGroups}
 		}
 		ports, err := p.M.N.CreatePorts(ctx, specs)

@@ -141,7 +141,7 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 	}
 	spec := openstack.PortSpec{
 		Name: pod.Name, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, DeviceID: pod.UID,
-		Description: fmt.Sprintf("pod %s/%s", pod.Namespace, pod.Name), Tags: owner.Tags(),
+		Description: Marker(owner.Tags()), Tags: owner.Tags(),
 		HostID: pod.Node, SecurityGroups: m.C.PodSecurityGroups,
 	}
 	if nn.Subnet != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
 )
 
 // Neutron takes tags in the create request of ports only (tag-ports-during-bulk-creation); networks,
@@ -155,4 +156,29 @@ func hasAll(have, want []string) bool {
 		}
 	}
 	return true
+}
+
+// AdoptMarked tags the cluster's ports that carry Raven's marker in their description but not its tags (a
+// create whose tags Neutron lost, while Raven did not see the answer), so that the next listing shows them
+// to the index, the repairs and the sweep. It returns how many it tagged.
+func (m *Manager) AdoptMarked(ctx context.Context) (int, error) {
+	cluster := ownership.ClusterSelector(m.C.ID)
+	ports, err := m.N.ListPorts(ctx, openstack.Filter{DeviceOwner: DeviceOwner, NotTagsAny: cluster})
+	if err != nil {
+		return 0, err
+	}
+	prefix := Marker(cluster) + " "
+	n := 0
+	for _, p := range ports {
+		if !strings.HasPrefix(p.Description, prefix) || len(p.Description) >= maxDescription {
+			continue // not this cluster's, or a marker cut short: its tags cannot be read back whole
+		}
+		tags := strings.Fields(strings.TrimPrefix(p.Description, "raven "))
+		if err := m.N.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, tags); err != nil {
+			return n, err
+		}
+		klog.FromContext(ctx).Info("Tagged a port that carried this cluster's marker but not its tags", "port", p.ID, "name", p.Name)
+		n++
+	}
+	return n, nil
 }

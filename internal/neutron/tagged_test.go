@@ -238,3 +238,32 @@ func TestAPortNeutronCreatedWithoutItsTagsIsTaggedOrDeleted(t *testing.T) {
 		})
 	}
 }
+
+func TestAdoptMarkedTagsOnlyThisClustersMarkedPorts(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m, nn := setupNamespace(t, n)
+	mine := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: "u1", Name: "ns/p"}
+	other := ownership.Owner{Cluster: "c2", Kind: ownership.KindPod, UID: "u2", Name: "ns/q"}
+	mk := func(descr string) string {
+		n.DropTags = 1 // Neutron lost the tags of the request
+		p, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, Description: descr, Tags: mine.Tags()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	lost, foreign, plain := mk(Marker(mine.Tags())), mk(Marker(other.Tags())), mk("a port someone made")
+	got, err := m.AdoptMarked(ctx)
+	if err != nil || got != 1 {
+		t.Fatalf("AdoptMarked = %d, %v; want 1", got, err)
+	}
+	n.Lock()
+	defer n.Unlock()
+	if o, _ := ownership.Parse(n.Ports[lost].Tags); o != mine {
+		t.Fatalf("the port that lost its tags has %v, want the pod's tags", n.Ports[lost].Tags)
+	}
+	if len(n.Ports[foreign].Tags) != 0 || len(n.Ports[plain].Tags) != 0 {
+		t.Fatal("a port of another cluster, or without the marker, was tagged")
+	}
+}

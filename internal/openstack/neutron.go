@@ -210,7 +210,8 @@ func (n *neutron) RemoveRouterInterface(ctx context.Context, routerID, subnetID 
 
 func (n *neutron) ListPorts(ctx context.Context, f Filter) ([]Port, error) {
 	return allPages[Port](ctx, "neutron port list",
-		ports.List(n.c, ports.ListOpts{NetworkID: f.NetworkID, DeviceID: f.DeviceID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}),
+		ports.List(n.c, ports.ListOpts{NetworkID: f.NetworkID, DeviceID: f.DeviceID, DeviceOwner: f.DeviceOwner, Name: f.Name,
+			Description: f.Description, Tags: tagsQuery(f.Tags), NotTagsAny: tagsQuery(f.NotTagsAny)}),
 		ports.ExtractPortsInto)
 }
 

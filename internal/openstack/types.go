@@ -71,9 +71,12 @@ type PortUpdate struct {
 type Filter struct {
 	NetworkID   string
 	DeviceID    string
+	DeviceOwner string // ports only
 	Name        string
 	Description string
 	Tags        []string
+	// NotTagsAny excludes objects carrying any of these tags (ports only).
+	NotTagsAny []string
 }
 
 // NetworkSpec describes a network to create.

@@ -77,6 +77,10 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	}
 	// Then every port: until they are in, a pod's own ports are looked up by its UID (neutron.EnsurePort).
 	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		if _, err := s.Neutron.AdoptMarked(ctx); err != nil {
+			log.Error(err, "Tagging ports that lost their tags; will retry")
+			return false, nil
+		}
 		snap, err := neutron.List(ctx, s.Neutron.N, s.Neutron.C)
 		if err != nil {
 			log.Error(err, "Loading the cluster's Neutron ports; will retry")
@@ -115,6 +119,9 @@ func (s *Sweeper) Start(ctx context.Context) error {
 // Resync refreshes the index from Neutron (unless reload is false), repairs and sweeps.
 func (s *Sweeper) Resync(ctx context.Context, now time.Time, reload bool) error {
 	if reload {
+		if _, err := s.Neutron.AdoptMarked(ctx); err != nil {
+			return err
+		}
 		snap, err := neutron.List(ctx, s.Neutron.N, s.Neutron.C)
 		if err != nil {
 			return err

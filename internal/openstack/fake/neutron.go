@@ -99,8 +99,8 @@ func notFound(what string) error {
 
 // obj is what a filter can look at.
 type obj struct {
-	tags                         []string
-	network, device, name, descr string
+	tags                                []string
+	network, device, owner, name, descr string
 }
 
 func match(f openstack.Filter, o obj) bool {
@@ -108,6 +108,14 @@ func match(f openstack.Filter, o obj) bool {
 		if !slices.Contains(o.tags, t) {
 			return false
 		}
+	}
+	for _, t := range f.NotTagsAny {
+		if slices.Contains(o.tags, t) {
+			return false
+		}
+	}
+	if f.DeviceOwner != "" && f.DeviceOwner != o.owner {
+		return false
 	}
 	return (f.NetworkID == "" || f.NetworkID == o.network) && (f.DeviceID == "" || f.DeviceID == o.device) &&
 		(f.Name == "" || f.Name == o.name) && (f.Description == "" || f.Description == o.descr)
@@ -391,7 +399,7 @@ func (n *Neutron) ListPorts(_ context.Context, f openstack.Filter) ([]openstack.
 	}
 	var out []openstack.Port
 	for _, x := range n.Ports {
-		if match(f, obj{tags: x.Tags, network: x.NetworkID, device: x.DeviceID, name: x.Name, descr: x.Description}) {
+		if match(f, obj{tags: x.Tags, network: x.NetworkID, device: x.DeviceID, owner: x.DeviceOwner, name: x.Name, descr: x.Description}) {
 			out = append(out, *x)
 		}
 	}
