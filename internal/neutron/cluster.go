@@ -189,7 +189,9 @@ func (c *Cluster) ensureServiceNetwork(ctx context.Context, n openstack.Networki
 // has one and for real faults (no gateway on the subnet, overlapping CIDRs): only the first is success.
 func attach(ctx context.Context, n openstack.Networking, routerID, subnetID string) error {
 	err := n.AddRouterInterface(ctx, routerID, subnetID)
-	if err == nil || openstack.KindOf(err) != openstack.KindBadRequest {
+	// 400: Neutron's answer when the router has a port on the subnet. 409 (the gateway address is taken):
+	// its answer when an earlier attach whose reply was lost went through.
+	if err == nil || openstack.KindOf(err) != openstack.KindBadRequest && openstack.KindOf(err) != openstack.KindConflict {
 		return err
 	}
 	ports, lerr := n.ListPorts(ctx, openstack.Filter{DeviceID: routerID})
