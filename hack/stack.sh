@@ -5,7 +5,7 @@
 #   on br-ex that stands in for the world beyond the cloud,
 #   Neutron (ML2/OVN, router, security groups, tags) and Octavia (amphora provider, noop drivers) from Debian,
 #   Keystone when STACK_KEYSTONE=1, and the node stand-in that plays the kubelet's part
-#   (with raven-node and the raven-cni plugin when STACK_CNI=1).
+#   (with raven-node and the raven-cni plugin unless STACK_CNI=0).
 #
 # Usage: hack/stack.sh up | down | status | stop-service NAME | start-service NAME
 # State lives in $STACK_DIR (default .stack/ in the repository); .stack/env is shell-sourceable.
@@ -311,7 +311,7 @@ up() {
   fi
   [[ -d $STACK_DIR ]] && down_quiet
   local t0=$SECONDS
-  local bins cni=${STACK_CNI:-0}
+  local bins cni=${STACK_CNI:-1}
   bins=$("$REPO/hack/build-k8s.sh")
   "$REPO/hack/install-openstack.sh"
 
@@ -323,7 +323,7 @@ up() {
   mkdir -p "$OVS_DBDIR"
   choose_datapath_netns
   if [[ $cni == 1 && -n $CHASSIS_NS ]]; then
-    log "WARNING: STACK_CNI=1 ignored: another stack holds the root network namespace's datapath, so this one's is in $CHASSIS_NS, where raven-node (which needs 127.0.0.1) cannot run"
+    log "no node side for this stack: another stack holds the root network namespace's datapath, so this one's is in $CHASSIS_NS, where raven-node (which needs 127.0.0.1) cannot run"
     cni=0
   fi
 
@@ -682,6 +682,9 @@ neutron:
   serviceSubnetCIDR: 10.0.0.0/24
   # The outside namespace stands in for the world beyond the cloud: pods with a floating IP answer it.
   podIngressCIDRs: [172.24.4.0/24]
+  # ML2/OVN lists no extension alias it does not know, but the tag_ports_during_bulk_creation extension
+  # driver is configured here: tags go into port creates.
+  tagPortsOnCreate: "true"
 metricsAddr: $RAVEN_METRICS
 healthAddr: $RAVEN_HEALTH
 resyncPeriod: 30s

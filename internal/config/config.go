@@ -75,6 +75,10 @@ type Neutron struct {
 	PodSecurityGroups []string `json:"podSecurityGroups,omitempty"`
 	// PodIngressCIDRs are further sources the managed pod group admits (the nodes, for health checks).
 	PodIngressCIDRs []string `json:"podIngressCIDRs,omitempty"`
+	// TagPortsOnCreate says whether Neutron takes tags in a port create request: "auto" (default) asks for
+	// the tag-ports-during-bulk-creation extension; "true" trusts the configuration of a Neutron that has the
+	// extension driver but does not list it (ML2/OVN hides aliases it does not know); "false" tags afterwards.
+	TagPortsOnCreate string `json:"tagPortsOnCreate,omitempty"`
 }
 
 // Pools sizes the per-namespace port pools (Cilium-style watermarks).
@@ -301,6 +305,11 @@ func (o Options) neutronErrors() []error {
 	}
 	if o.Neutron.PodSubnetPrefixLength < 8 || o.Neutron.PodSubnetPrefixLength > 30 {
 		errs = append(errs, fmt.Errorf("neutron.podSubnetPrefixLength %d must be between 8 and 30", o.Neutron.PodSubnetPrefixLength))
+	}
+	switch o.Neutron.TagPortsOnCreate {
+	case "", "auto", "true", "false":
+	default:
+		errs = append(errs, fmt.Errorf("neutron.tagPortsOnCreate %q must be auto, true or false", o.Neutron.TagPortsOnCreate))
 	}
 	for _, c := range o.Neutron.PodIngressCIDRs {
 		if _, err := netip.ParsePrefix(c); err != nil {

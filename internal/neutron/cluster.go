@@ -35,6 +35,12 @@ func EnsureCluster(ctx context.Context, n openstack.Networking, clusterID string
 	if err != nil {
 		return nil, err
 	}
+	switch o.TagPortsOnCreate {
+	case "true":
+		caps.TagsOnPortCreate = true // a create answered without the tags is tagged afterwards (KeepTags)
+	case "false":
+		caps.TagsOnPortCreate = false
+	}
 	c.Caps = caps
 	if o.ExternalSubnetCIDR != "" {
 		if c.ExternalSubnet, err = netip.ParsePrefix(o.ExternalSubnetCIDR); err != nil {

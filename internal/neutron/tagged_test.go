@@ -267,3 +267,24 @@ func TestAdoptMarkedTagsOnlyThisClustersMarkedPorts(t *testing.T) {
 		t.Fatal("a port of another cluster, or without the marker, was tagged")
 	}
 }
+
+func TestTagPortsOnCreateCanBeForced(t *testing.T) {
+	for _, tc := range []struct {
+		setting   string
+		advertise bool
+		want      bool
+	}{
+		{"auto", true, true}, {"auto", false, false}, {"", false, false}, {"true", false, true}, {"false", true, false},
+	} {
+		n := fake.NewNeutron()
+		n.Caps.TagsOnPortCreate = tc.advertise
+		c, err := EnsureCluster(context.Background(), n, "c1", config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16",
+			PodSubnetPrefixLength: 24, TagPortsOnCreate: tc.setting}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Caps.TagsOnPortCreate != tc.want {
+			t.Errorf("tagPortsOnCreate %q with the extension listed %v: %v, want %v", tc.setting, tc.advertise, c.Caps.TagsOnPortCreate, tc.want)
+		}
+	}
+}
