@@ -305,7 +305,7 @@ func TestChaosNeutronDown(t *testing.T) {
 	restarted = true
 	back := time.Now()
 	eventually(t, 60*time.Second, "/readyz again", func() (bool, error) { return r.ready(), nil })
-	waitAllAnnotated(t, ns, 20, 2*time.Minute)
+	waitAllAnnotated(t, ns, 20, 5*time.Minute)
 	took := checkInvariant(t, 2*time.Minute)
 	report(t, "Neutron down 20 s during a burst of 20 pods: not ready meanwhile, converged %.1f s after Neutron returned (invariant %.1f s)",
 		time.Since(back).Seconds(), took.Seconds())

@@ -386,7 +386,7 @@ func TestKilledBetweenPortCreateAndAnnotation(t *testing.T) {
 // does not mix into a measurement.
 func waitNoTerminatingNamespaces(t testing.TB) {
 	t.Helper()
-	eventually(t, 2*time.Minute, "no namespace left Terminating", func() (bool, error) {
+	eventually(t, 5*time.Minute, "no namespace left Terminating", func() (bool, error) {
 		nss, err := env.kube.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err

@@ -118,7 +118,7 @@ func readyPodIPs(t testing.TB, ns, name string) []string {
 func waitMembers(t testing.TB, ns, name string, uid types.UID, n, port int) (lb *openstack.LoadBalancer, pool openstack.Pool, members []openstack.Member) {
 	t.Helper()
 	ctx := context.Background()
-	eventually(t, 90*time.Second, fmt.Sprintf("%d members in the pool of %s/%s", n, ns, name), func() (bool, error) {
+	eventually(t, 4*time.Minute, fmt.Sprintf("%d members in the pool of %s/%s", n, ns, name), func() (bool, error) {
 		lb = serviceLB(t, uid)
 		if lb == nil || lb.ProvisioningStatus != "ACTIVE" {
 			return false, nil
