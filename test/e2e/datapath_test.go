@@ -373,7 +373,7 @@ func TestChaosNodeSideKillsDuringBurst(t *testing.T) {
 		expectAnswer(t, podNetns(nsName, first), "tcp", net.JoinHostPort(ann.FixedIPs[0].IPAddress, "80"), name)
 	}
 	// Nothing left over: one OVS port and one namespace per live pod of this namespace.
-	eventually(t, time.Minute, "no OVS port or namespace of a deleted pod", onlyLivePodsOnTheNode(t, nsName, live))
+	eventually(t, 3*time.Minute, "no OVS port or namespace of a deleted pod", onlyLivePodsOnTheNode(t, nsName, live))
 }
 
 // onlyLivePodsOnTheNode is a condition for eventually: every live pod of the namespace has its OVS port,

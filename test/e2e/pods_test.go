@@ -176,7 +176,7 @@ func onePortPerPodProblems(t testing.TB, ns string) []string {
 func namespaceSubnet(t testing.TB, ns string) netip.Prefix {
 	t.Helper()
 	var sub annotations.Subnet
-	eventually(t, 30*time.Second, "namespace "+ns+" to get its subnet annotation", func() (bool, error) {
+	eventually(t, 2*time.Minute, "namespace "+ns+" to get its subnet annotation", func() (bool, error) {
 		n, err := env.kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
 		if err != nil {
 			return false, err

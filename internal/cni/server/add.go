@@ -74,11 +74,20 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 func (s *Server) waitPort(ctx context.Context, want wire.Pod) (target, error) {
 	logger := klog.FromContext(ctx)
 	last := ""
+	seen := false
 	for {
 		changed := s.cfg.Pods.Changed()
 		pod, err := s.cfg.Pods.Get(want.Namespace, want.Name)
 		if err != nil {
 			return target{}, err
+		}
+		// A pod deleted while its ADD waits will never get a port: give up at once, so that the runtime's DEL
+		// follows without waiting for the deadline. (A pod not in the cache yet is waited for.)
+		switch {
+		case pod != nil && pod.DeletionTimestamp != nil, pod == nil && seen:
+			return target{}, fmt.Errorf("pod %s was deleted while its network was being set up", want)
+		case pod != nil && (want.UID == "" || string(pod.UID) == want.UID):
+			seen = true
 		}
 		t, waitingFor, err := evaluate(pod, want, s.cfg.Node)
 		if err != nil || waitingFor == "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/raven-net/raven/internal/cni/ovs"
 	"github.com/raven-net/raven/internal/cni/wire"
@@ -87,6 +88,20 @@ func TestAdd(t *testing.T) {
 			pod:          func(t *testing.T) *corev1.Pod { return testPod(t, annotated) },
 			readyTimeout: 300 * time.Millisecond, noOVN: true,
 			wantErr:   "did not set external_ids:ovn-installed=true",
+			wantCode:  types.ErrTryAgainLater,
+			wantEvent: "Warning NetworkNotReady",
+		},
+		{
+			name: "a pod deleted while its ADD waits for the annotation fails at once",
+			pod:  func(t *testing.T) *corev1.Pod { return testPod(t) },
+			later: func(t *testing.T) *corev1.Pod {
+				p := testPod(t)
+				now := metav1.Now()
+				p.DeletionTimestamp = &now
+				return p
+			},
+			readyTimeout: time.Minute, fast: true,
+			wantErr:   "was deleted while its network was being set up",
 			wantCode:  types.ErrTryAgainLater,
 			wantEvent: "Warning NetworkNotReady",
 		},
