@@ -47,6 +47,7 @@ type Pools struct {
 	// takenAt is when a pod last asked for a port on each network: pools fill only where pods are created.
 	takenAt   map[string]time.Time
 	shrinking map[string]bool
+	started   time.Time
 	refilling map[string]bool
 	closed    map[string]bool
 	returning map[string]int // recycled ports on their way back, by network
@@ -67,6 +68,7 @@ type pendingClaim struct {
 func (p *Pools) Start(ctx context.Context, workers int) {
 	p.mu.Lock()
 	p.ctx = ctx
+	p.started = time.Now()
 	p.init()
 	p.mu.Unlock()
 	for range max(workers, 1) {
@@ -278,14 +280,17 @@ func (p *Pools) Kick(nn *NamespaceNet) {
 }
 
 // Tend runs with every resync: pools where pods were created lately are topped up; a pool whose namespace
-// has been idle for IdleAfter (or that never had a pod since Raven started) gives its free ports back.
+// has been idle for IdleAfter (counted from Raven's start when no pod came since) gives its free ports back.
 func (p *Pools) Tend(ctx context.Context, nets []NamespaceNet, now time.Time) {
 	for i := range nets {
 		nn := &nets[i]
 		p.mu.Lock()
 		p.init()
 		taken, ok := p.takenAt[nn.Network.ID]
-		idle := !ok || p.Cfg.IdleAfter > 0 && now.Sub(taken) >= p.Cfg.IdleAfter
+		if !ok {
+			taken = p.started // no pod since Raven started: the pool is as old as this process
+		}
+		idle := p.Cfg.IdleAfter > 0 && now.Sub(taken) >= p.Cfg.IdleAfter
 		busy := p.refilling[nn.Network.ID] || p.shrinking[nn.Network.ID]
 		if idle && !busy && p.M.X.FreeIn(nn.Network.ID) > 0 {
 			p.shrinking[nn.Network.ID] = true

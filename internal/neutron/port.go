@@ -2,6 +2,7 @@ package neutron
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/raven-net/raven/internal/openstack"
@@ -10,6 +11,9 @@ import (
 
 // DeviceOwner marks the ports Raven makes for pods.
 const DeviceOwner = "raven:pod"
+
+// ErrNotLoaded says the pod's port is not known yet: Raven is still listing Neutron's ports after a start.
+var ErrNotLoaded = errors.New("the ports are still being listed from Neutron")
 
 // PodRef names a pod, and the node it is scheduled to (empty until it is).
 type PodRef struct {
@@ -114,7 +118,11 @@ func (m *Manager) create(ctx context.Context, spec openstack.PortSpec) (*opensta
 // pod never changes its address.
 func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, preferred string) (port openstack.Port, created bool, err error) {
 	if !m.X.PortsLoaded() {
-		// Raven has just started and is still listing every port: ask Neutron for this pod's own.
+		// Raven has just started and is still listing every port. A pod that announces its port waits for
+		// the listing; a new one is served now, after asking Neutron for any port of its own.
+		if preferred != "" {
+			return port, false, ErrNotLoaded
+		}
 		if err := m.loadPortsOf(ctx, pod.UID); err != nil {
 			return port, false, err
 		}

@@ -75,6 +75,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.seen.mark(string(pod.UID))
 	}
 	port, err := r.ensurePort(ctx, &pod, nn)
+	if errors.Is(err, neutron.ErrNotLoaded) {
+		return reconcile.Result{RequeueAfter: time.Second}, nil // a pod in sync waits for the start-up listing
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -96,7 +99,7 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutro
 	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
 	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}
 	port, created, err := r.Neutron.EnsurePort(ctx, ref, nn, announced.ID)
-	if err != nil {
+	if err != nil && !errors.Is(err, neutron.ErrNotLoaded) {
 		r.warn(pod, "PortCreate", "creating the Neutron port", err)
 		return port, err
 	}
