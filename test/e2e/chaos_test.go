@@ -438,30 +438,6 @@ func TestChaosBadInput(t *testing.T) {
 		t.Errorf("port name %q, want the 253-character pod name", ann.Name)
 	}
 	report(t, "63-character namespace and 253-character pod name: port created and named after the pod")
-
-	// A Neutron port quota: pods beyond it get a Warning event and their ports once the quota is raised.
-	qns := newNamespace(t)
-	namespaceSubnet(t, qns)
-	ports, err := env.os.Networking.ListPorts(ctx, openstack.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	setQuota := func(n int) {
-		body := fmt.Sprintf(`{"quota":{"port":%d}}`, n)
-		req := exec.Command("curl", "-sf", "-X", "PUT", "-H", "Content-Type: application/json", "-d", body, env.vars["NEUTRON_URL"]+"/v2.0/quotas/fake_project_id")
-		if out, err := req.CombinedOutput(); err != nil {
-			t.Fatalf("setting the port quota: %v %s", err, out)
-		}
-	}
-	setQuota(len(ports))
-	defer setQuota(-1)
-	createPod(t, qns, "over-quota")
-	eventually(t, 60*time.Second, "a PortCreateQuotaExceeded warning on the pod", func() (bool, error) {
-		return hasWarning(t, qns, "over-quota", "PortCreateQuotaExceeded"), nil
-	})
-	setQuota(-1)
-	waitAnnotated(t, qns, "over-quota")
-	report(t, "port quota reached: Warning PortCreateQuotaExceeded on the pod, port made once the quota was raised")
 	checkInvariant(t, time.Minute)
 }
 
