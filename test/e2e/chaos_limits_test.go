@@ -179,7 +179,7 @@ func TestChaosServiceWithManyPorts(t *testing.T) {
 	var listeners int
 	// Octavia builds port after port (listener, pool, members); the pools annotation follows once all are
 	// built, so progress is read from Octavia.
-	eventually(t, 2*time.Minute, "the first 3 ports of the 100-port Service served in Octavia", portsServed(t, big, 3, &listeners))
+	eventually(t, 5*time.Minute, "the first 3 ports of the 100-port Service served in Octavia", portsServed(t, big, 3, &listeners))
 	firstPorts := time.Since(start)
 	// The VIP is announced while the load balancer is still being built (seed 004: VIP first, members after).
 	var vip annotations.VIP
