@@ -48,7 +48,7 @@ bench: ## Benchmark on the real stack: its own floor, then Raven (bench/results/
 .PHONY: chaos
 chaos: ## The long fault-injection suite (the bounded version runs in make test), plus 30 s of each fuzzer.
 	@mkdir -p $(BIN)
-	$(GO) test -tags e2e -count=1 -timeout 60m -v -run Chaos ./test/e2e/ -args -chaos.kills=5 -chaos.ops=200 -chaos.report 2>&1 | tee $(BIN)/chaos.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness' ; test $${PIPESTATUS[0]} -eq 0
+	$(GO) test -tags e2e -count=1 -timeout 60m -v -run Chaos ./test/e2e/ -args -chaos.kills=5 -chaos.ops=200 -chaos.report -chaos.long 2>&1 | tee $(BIN)/chaos.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness' ; test $${PIPESTATUS[0]} -eq 0
 	$(GO) test -run '^$$' -fuzz FuzzDecodePort -fuzztime 30s ./pkg/annotations/
 	$(GO) test -run '^$$' -fuzz FuzzFloatingIP -fuzztime 30s ./internal/controller/service/
 	$(GO) test -run '^$$' -fuzz FuzzUpperHalf -fuzztime 30s ./internal/neutron/

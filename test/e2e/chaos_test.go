@@ -29,6 +29,8 @@ var (
 	chaosKills = flag.Int("chaos.kills", 3, "SIGKILLs of Raven during the burst")
 	chaosOps   = flag.Int("chaos.ops", 80, "pod creates and deletes in the burst")
 	chaosOut   = flag.Bool("chaos.report", false, "log one line per scenario for docs/reliability.md")
+	// chaosLong runs the scenarios that take minutes on the ML2/OVN stack (make chaos sets it).
+	chaosLong = flag.Bool("chaos.long", false, "also run the long scenarios (a Service with 100 ports)")
 )
 
 func stackService(t testing.TB, verb, name string) {
