@@ -476,22 +476,17 @@ func (x *Index) Unclaim(portID string) {
 }
 
 // PutClaimed records a claimed port as Neutron returned it after the claim (device_id set, tags still
-// the pool's), and returns it as its pod will see it.
-func (x *Index) PutClaimed(p openstack.Port) openstack.Port {
+// the pool's), and returns it as its pod will see it. putLocked applies the claim and marks it recorded.
+func (x *Index) PutClaimed(cluster string, p openstack.Port) openstack.Port {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	c, ok := x.claims[p.ID]
-	if !ok {
+	if _, ok := x.claims[p.ID]; !ok {
 		return p
 	}
-	c.recorded = true
-	x.claims[p.ID] = c
 	x.dropLocked(p.ID)
-	p = applyClaim(p, c.owner, c.name)
-	x.ports[p.ID] = p
-	x.byUID[c.owner.UID] = append(x.byUID[c.owner.UID], p.ID)
+	x.putLocked(cluster, p)
 	x.touch(p.ID)
-	return p
+	return x.ports[p.ID]
 }
 
 // Claims returns the claims Neutron records (device_id) but whose pod's tags it does not show yet.

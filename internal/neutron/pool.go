@@ -143,7 +143,7 @@ func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ow
 		p.M.X.Unclaim(port.ID)
 		return openstack.Port{}, false, err
 	}
-	claimed := p.M.X.PutClaimed(*updated)
+	claimed := p.M.X.PutClaimed(p.M.C.ID, *updated)
 	p.enqueue(Claim{PortID: port.ID, Owner: owner})
 	return claimed, true, nil
 }
