@@ -347,12 +347,22 @@ func (r *Raven) forget() {
 // metric sums the samples of a metric family whose labels contain every given label="value" pair.
 func (r *Raven) metric(t testing.TB, name string, match func(labels string) bool) float64 {
 	t.Helper()
+	var sum float64
+	for _, v := range r.metricSeries(t, name, match) {
+		sum += v
+	}
+	return sum
+}
+
+// metricSeries returns the value of each series of a metric, by its labels.
+func (r *Raven) metricSeries(t testing.TB, name string, match func(labels string) bool) map[string]float64 {
+	t.Helper()
 	resp, err := http.Get("http://" + r.metrics + "/metrics")
 	if err != nil {
 		t.Fatalf("scraping metrics: %v", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	var sum float64
+	series := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -373,10 +383,10 @@ func (r *Raven) metric(t testing.TB, name string, match func(labels string) bool
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
 		if err == nil {
-			sum += v
+			series[labels] += v
 		}
 	}
-	return sum
+	return series
 }
 
 // resyncs is the number of resyncs Raven has finished.

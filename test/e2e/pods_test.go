@@ -160,6 +160,11 @@ func onePortPerPodProblems(t testing.TB, ns string) []string {
 			problems = append(problems, fmt.Sprintf("pod %s: annotation missing or bad (%v)", p.Name, err))
 			continue
 		}
+		if len(ann.FixedIPs) == 0 || len(ports[0].FixedIPs) == 0 {
+			problems = append(problems, fmt.Sprintf("pod %s: annotation %s has %d fixed IPs, port %s has %d", p.Name, ann.ID, len(ann.FixedIPs),
+				ports[0].ID, len(ports[0].FixedIPs)))
+			continue
+		}
 		if ann.ID != ports[0].ID || ann.MACAddress != ports[0].MACAddress || ann.FixedIPs[0].IPAddress != ports[0].FixedIPs[0].IPAddress {
 			problems = append(problems, fmt.Sprintf("pod %s: annotation %s/%s/%s does not match port %s/%s/%s", p.Name, ann.ID, ann.MACAddress,
 				ann.FixedIPs[0].IPAddress, ports[0].ID, ports[0].MACAddress, ports[0].FixedIPs[0].IPAddress))
@@ -290,6 +295,9 @@ func TestRestartInSyncMakesNoNeutronWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("restart with %d namespaces in sync: %v OpenStack calls, %v writes", len(namespaces.Items), calls, writes)
+	for op, n := range r.metricSeries(t, "raven_openstack_request_duration_seconds_count", nil) {
+		t.Logf("  %s: %v", op, n)
+	}
 	if writes != 0 {
 		t.Errorf("restart in sync made %v OpenStack writes, want 0", writes)
 	}

@@ -99,7 +99,10 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutro
 	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
 	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}
 	port, created, err := r.Neutron.EnsurePort(ctx, ref, nn, announced.ID)
-	if err != nil && !errors.Is(err, neutron.ErrNotLoaded) {
+	if errors.Is(err, neutron.ErrNotLoaded) {
+		return port, err // not a failure: the caller sends the pod back until the listing is in
+	}
+	if err != nil {
 		r.warn(pod, "PortCreate", "creating the Neutron port", err)
 		return port, err
 	}
@@ -167,9 +170,12 @@ func (r *Reconciler) observeLatency(pod *corev1.Pod) {
 func (r *Reconciler) patch(ctx context.Context, pod *corev1.Pod, port *neutron.Port, nn *neutron.NamespaceNet) error {
 	var want map[string]*string
 	var err error
-	if port == nil {
+	switch {
+	case port == nil:
 		want, err = Annotations(nil, nil)
-	} else {
+	case port.ID == "":
+		return fmt.Errorf("refusing to announce a port without an ID for pod %s/%s", pod.Namespace, pod.Name)
+	default:
 		want, err = Annotations(port, nn)
 	}
 	if err != nil {

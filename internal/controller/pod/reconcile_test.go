@@ -197,3 +197,34 @@ func TestDeletedPodLosesItsPortAndSyncedPodCostsNothing(t *testing.T) {
 		t.Fatal("the other pod lost its port")
 	}
 }
+
+// After a restart, until the port listing is in, a pod that announces its port is sent back to wait, and its
+// annotation is left exactly as it was (it once was overwritten with an empty port).
+func TestAnAnnotatedPodWaitsForThePortListingAfterARestart(t *testing.T) {
+	w := newWorld(t, pod("web", "u1"))
+	if err := w.reconcile(t, "web"); err != nil {
+		t.Fatal(err)
+	}
+	before := w.annotation(t, "web")
+	if before == nil || before.ID == "" {
+		t.Fatal("no annotation after the first reconcile")
+	}
+	// A restarted Raven: the namespace networks are known, the ports not yet.
+	nn := w.r.Neutron.X.Network("ns-uid")
+	w.r.Neutron.X = neutron.NewIndex()
+	w.r.Neutron.X.SetNetwork(*nn)
+	if w.r.Neutron.X.PortsLoaded() {
+		t.Fatal("a fresh index says its ports are loaded")
+	}
+	res, err := w.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter == 0 {
+		t.Error("the pod was not sent back to wait for the port listing")
+	}
+	after := w.annotation(t, "web")
+	if after == nil || after.ID != before.ID || after.MACAddress != before.MACAddress || len(after.FixedIPs) == 0 {
+		t.Fatalf("annotation changed while the ports were being listed: %+v, was %+v", after, before)
+	}
+}
