@@ -475,6 +475,17 @@ func (x *Index) Unclaim(portID string) {
 	x.touch(portID)
 }
 
+// Forget drops a port whose state in Neutron is unknown (a claim whose update failed without saying whether
+// Neutron applied it), so that nobody takes it; the next listing shows what Neutron holds. The touch keeps a
+// listing that began earlier from handing it back as free.
+func (x *Index) Forget(portID string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.dropLocked(portID)
+	delete(x.claims, portID)
+	x.touch(portID)
+}
+
 // PutClaimed records a claimed port as Neutron returned it after the claim (device_id set, tags still
 // the pool's), and returns it as its pod will see it. putLocked applies the claim and marks it recorded.
 func (x *Index) PutClaimed(cluster string, p openstack.Port) openstack.Port {

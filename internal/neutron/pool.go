@@ -121,8 +121,8 @@ func (p *Pools) next() (c Claim, ok bool, wait time.Duration) {
 }
 
 // Take hands the pod a free port of its namespace's pool, if there is one, and tops the pool up. The claim
-// is recorded in Neutron (name, device_id and the pod's node) before Take returns; an error leaves the port
-// in the pool.
+// is recorded in Neutron (name, device_id and the pod's node) before Take returns. When Neutron refuses the
+// claim the port stays in the pool; when the outcome is unknown it leaves the pool until the next listing.
 func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ownership.Owner) (openstack.Port, bool, error) {
 	port, ok := p.M.X.Claim(nn.Network.ID, owner, pod.Name)
 	p.mu.Lock()
@@ -140,12 +140,29 @@ func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ow
 	}
 	updated, err := p.M.N.UpdatePort(ctx, port.ID, u)
 	if err != nil {
-		p.M.X.Unclaim(port.ID)
+		if refused(err) {
+			p.M.X.Unclaim(port.ID)
+		} else {
+			// Neutron may have recorded the claim (a 500 after its commit, a timeout): handing the port to
+			// another pod could give it two owners. It leaves the pool until a listing shows its state.
+			p.M.X.Forget(port.ID)
+		}
 		return openstack.Port{}, false, err
 	}
 	claimed := p.M.X.PutClaimed(p.M.C.ID, *updated)
 	p.enqueue(Claim{PortID: port.ID, Owner: owner})
 	return claimed, true, nil
+}
+
+// refused says Neutron answered that it did not apply a change (as opposed to an error that leaves the
+// outcome unknown).
+func refused(err error) bool {
+	switch openstack.KindOf(err) {
+	case openstack.KindBadRequest, openstack.KindConflict, openstack.KindForbidden, openstack.KindUnauthorized,
+		openstack.KindQuota, openstack.KindExhausted, openstack.KindImmutable, openstack.KindUnsupported:
+		return true
+	}
+	return false
 }
 
 // Claim is a pool port whose pod's tags Neutron does not show yet.

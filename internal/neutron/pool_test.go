@@ -105,7 +105,7 @@ func TestATakeNeutronRefusesLeavesThePortInThePool(t *testing.T) {
 	m, nn := setupNamespace(t, n)
 	m.P = &Pools{M: m, Cfg: PoolConfig{Max: 5, Batch: 1}}
 	free := poolPort(t, n, m, nn)
-	n.Fail("UpdatePort", 1, serverError)
+	n.Fail("UpdatePort", 1, openstack.NewError("neutron port update", openstack.KindConflict, 409, "Conflict"))
 	pod := PodRef{UID: "uid-1", Namespace: "ns", Name: "p", Node: "node-a"}
 	owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: pod.UID, Name: "ns/p"}
 	if _, _, err := m.P.Take(ctx, nn, pod, owner); err == nil {
@@ -239,5 +239,39 @@ func TestBeforeThePortsAreListedAPodFindsItsOwnPort(t *testing.T) {
 	again, created, err := m.EnsurePort(ctx, pod, nn, "")
 	if err != nil || created || again.ID != first.ID {
 		t.Fatalf("EnsurePort = %s (created %v, %v); want the pod's own port %s, not a second one", again.ID, created, err, first.ID)
+	}
+}
+
+// A claim whose update fails after Neutron applied it (a 500 after the commit, a timeout) must not put the
+// port back in the pool: another pod would take a port Neutron shows as the first one's. The next listing
+// gives the port to the pod Neutron names.
+func TestAClaimWithAnUnknownOutcomeIsNeverHandedToAnotherPod(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m, nn := setupNamespace(t, n)
+	m.P = &Pools{M: m, Cfg: PoolConfig{Max: 5, Batch: 1}}
+	free := poolPort(t, n, m, nn)
+	a := PodRef{UID: "uid-a", Namespace: "ns", Name: "a", Node: "node-a"}
+	b := PodRef{UID: "uid-b", Namespace: "ns", Name: "b", Node: "node-a"}
+	owner := func(p PodRef) ownership.Owner {
+		return ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: p.UID, Name: "ns/" + p.Name}
+	}
+	n.FailApplied("UpdatePort", 1, serverError)
+	if _, _, err := m.P.Take(ctx, nn, a, owner(a)); err == nil {
+		t.Fatal("Take succeeded although the update failed")
+	}
+	if got, ok, err := m.P.Take(ctx, nn, b, owner(b)); err != nil || ok {
+		t.Fatalf("pod b took port %s, which Neutron shows as pod a's (ok %v, err %v)", got.ID, ok, err)
+	}
+	snap, err := List(ctx, n, m.C)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.X.Replace("c1", snap)
+	if got := m.X.PortsOf(a.UID); len(got) != 1 || got[0].ID != free.ID {
+		t.Fatalf("after a listing pod a's ports are %v, want the port Neutron shows as its own", got)
+	}
+	if m.X.FreeIn(nn.Network.ID) != 0 || len(m.X.PortsOf(b.UID)) != 0 {
+		t.Fatal("after a listing the port is free or pod b's")
 	}
 }

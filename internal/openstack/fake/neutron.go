@@ -45,6 +45,9 @@ type Neutron struct {
 type Fault struct {
 	Err   error
 	Times int
+	// Applied makes the call take effect and still fail, as a 500 after Neutron committed or a client
+	// timeout after Neutron acted do. UpdatePort honours it.
+	Applied bool
 }
 
 // NewNeutron returns an empty Neutron with an external network "public".
@@ -71,6 +74,13 @@ func (n *Neutron) Fail(method string, times int, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.Faults[method] = &Fault{Err: err, Times: times}
+}
+
+// FailApplied makes the next times calls of method take effect and then return err (see Fault.Applied).
+func (n *Neutron) FailApplied(method string, times int, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.Faults[method] = &Fault{Err: err, Times: times, Applied: true}
 }
 
 func (n *Neutron) enter(method string, write bool) error {
@@ -518,8 +528,10 @@ func (n *Neutron) CreatePorts(_ context.Context, specs []openstack.PortSpec) ([]
 func (n *Neutron) UpdatePort(_ context.Context, id string, u openstack.PortUpdate) (*openstack.Port, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := n.enter("UpdatePort", true); err != nil {
-		return nil, err
+	applied := n.Faults["UpdatePort"] != nil && n.Faults["UpdatePort"].Applied
+	fault := n.enter("UpdatePort", true)
+	if fault != nil && !applied {
+		return nil, fault
 	}
 	x, ok := n.Ports[id]
 	if !ok {
@@ -538,6 +550,9 @@ func (n *Neutron) UpdatePort(_ context.Context, id string, u openstack.PortUpdat
 		x.SecurityGroups = slices.Clone(*u.SecurityGroups)
 	}
 	x.UpdatedAt = n.Now()
+	if fault != nil {
+		return nil, fault
+	}
 	c := *x
 	return &c, nil
 }
