@@ -10,6 +10,7 @@ log() { printf '[install-openstack %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 groups=(
   "Neutron and Octavia: python3-neutron python3-octavia python3-ovn-octavia-provider"
   "Open vSwitch and OVN (the datapath): openvswitch-switch ovn-central ovn-host ethtool"
+  "MariaDB (Neutron's database): mariadb-server python3-pymysql"
   "tools: sqlite3 openssl curl jq iproute2 procps iputils-ping"
 )
 [[ ${STACK_KEYSTONE:-0} == 1 ]] && groups+=("Keystone: python3-keystone")

@@ -287,23 +287,32 @@ func TestRestartInSyncMakesNoNeutronWrite(t *testing.T) {
 
 	env.raven.stop()
 	r := startRaven(t, ravenOpts{})
-	// The window holds the start-up load, the first resync (right after it) and one whole periodic resync.
-	r.waitResyncs(t, 0, 2, time.Minute)
+	// Start-up: the loads and the first resync after them.
+	r.waitResyncs(t, 0, 1, time.Minute)
+	startCalls, startWrites := r.openstackCalls(t)
+	// Then a window that holds at least two whole periodic resyncs.
+	from := r.resyncs(t)
+	r.waitResyncs(t, from, 3, 2*time.Minute)
 	calls, writes := r.openstackCalls(t)
+	resyncs := r.resyncs(t) - from
+	perResync := (calls - startCalls) / resyncs
 	namespaces, err := env.kube.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("restart with %d namespaces in sync: %v OpenStack calls, %v writes", len(namespaces.Items), calls, writes)
+	t.Logf("restart with %d namespaces and 20 pods in sync: start-up %v OpenStack calls (%v writes), then %.1f calls per resync over %v resyncs, %v writes in all",
+		len(namespaces.Items), startCalls, startWrites, perResync, resyncs, writes)
 	for op, n := range r.metricSeries(t, "raven_openstack_request_duration_seconds_count", nil) {
 		t.Logf("  %s: %v", op, n)
 	}
 	if writes != 0 {
 		t.Errorf("restart in sync made %v OpenStack writes, want 0", writes)
 	}
-	// Start-up costs a constant number of lists, plus the same per resync; never one per pod.
-	if calls > 30 {
-		t.Errorf("restart in sync made %v OpenStack calls, want a number independent of the pods (≤ 30)", calls)
+	// A cost per pod would be 20 calls at least. Start-up finds the cluster's objects, lists by collection and
+	// reads each Service's load balancer once (one Service here); a resync lists by collection.
+	if startCalls-perResync >= 25 || perResync >= 10 {
+		t.Errorf("restart in sync: start-up %v calls (with its first resync), %.1f per resync; want fewer than 25 before the first resync and 10 per resync (numbers independent of the 20 pods)",
+			startCalls, perResync)
 	}
 	checkOnePortPerPod(t, ns)
 }
