@@ -153,6 +153,16 @@ choose_datapath_netns() {
   for l in ovs-netdev br-int br-ex raven-ext0; do
     ip link show "$l" >/dev/null 2>&1 && busy+=" $l"
   done
+  if [[ -n $busy ]] && ! pgrep -x ovs-vswitchd >/dev/null; then
+    # No Open vSwitch runs on this machine: these are the leftovers of a stack that died (its pods' veths too).
+    log "removing the leftovers of a stopped stack's datapath:$busy, its pods' veths and netns $OUTSIDE_NS"
+    for l in $(ip -o link show type veth | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^tap[0-9a-f]{8}-[0-9a-f]{2}$'); do
+      ip link del "$l" 2>/dev/null || true
+    done
+    for l in ovs-netdev br-int br-ex raven-ext0; do ip link del "$l" 2>/dev/null || true; done
+    ip netns del "$OUTSIDE_NS" 2>/dev/null || true
+    busy=""
+  fi
   if [[ -z $busy ]] && ip netns add "$OUTSIDE_NS" 2>/dev/null; then
     echo "$OUTSIDE_NS" >>"$STACK_DIR/netns"
     echo root >"$STACK_DIR/datapath"
