@@ -155,19 +155,8 @@ func onePortPerPodProblems(t testing.TB, ns string) []string {
 			problems = append(problems, fmt.Sprintf("pod %s has %d ports, want 1", p.Name, len(ports)))
 			continue
 		}
-		var ann annotations.Port
-		if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &ann); !ok || err != nil {
-			problems = append(problems, fmt.Sprintf("pod %s: annotation missing or bad (%v)", p.Name, err))
-			continue
-		}
-		if len(ann.FixedIPs) == 0 || len(ports[0].FixedIPs) == 0 {
-			problems = append(problems, fmt.Sprintf("pod %s: annotation %s has %d fixed IPs, port %s has %d", p.Name, ann.ID, len(ann.FixedIPs),
-				ports[0].ID, len(ports[0].FixedIPs)))
-			continue
-		}
-		if ann.ID != ports[0].ID || ann.MACAddress != ports[0].MACAddress || ann.FixedIPs[0].IPAddress != ports[0].FixedIPs[0].IPAddress {
-			problems = append(problems, fmt.Sprintf("pod %s: annotation %s/%s/%s does not match port %s/%s/%s", p.Name, ann.ID, ann.MACAddress,
-				ann.FixedIPs[0].IPAddress, ports[0].ID, ports[0].MACAddress, ports[0].FixedIPs[0].IPAddress))
+		if problem := annotationProblem(p, ports[0]); problem != "" {
+			problems = append(problems, problem)
 		}
 	}
 	for dev, ports := range byDevice {
@@ -176,6 +165,22 @@ func onePortPerPodProblems(t testing.TB, ns string) []string {
 		}
 	}
 	return problems
+}
+
+// annotationProblem says how the pod's port annotation differs from its port in Neutron ("" when it does not).
+func annotationProblem(p corev1.Pod, port openstack.Port) string {
+	var ann annotations.Port
+	if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &ann); !ok || err != nil {
+		return fmt.Sprintf("pod %s: annotation missing or bad (%v)", p.Name, err)
+	}
+	if len(ann.FixedIPs) == 0 || len(port.FixedIPs) == 0 {
+		return fmt.Sprintf("pod %s: annotation %s has %d fixed IPs, port %s has %d", p.Name, ann.ID, len(ann.FixedIPs), port.ID, len(port.FixedIPs))
+	}
+	if ann.ID != port.ID || ann.MACAddress != port.MACAddress || ann.FixedIPs[0].IPAddress != port.FixedIPs[0].IPAddress {
+		return fmt.Sprintf("pod %s: annotation %s/%s/%s does not match port %s/%s/%s", p.Name, ann.ID, ann.MACAddress,
+			ann.FixedIPs[0].IPAddress, port.ID, port.MACAddress, port.FixedIPs[0].IPAddress)
+	}
+	return ""
 }
 
 func namespaceSubnet(t testing.TB, ns string) netip.Prefix {
