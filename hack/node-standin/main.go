@@ -45,6 +45,8 @@ func main() {
 	flag.StringVar(&o.cniConfDir, "cni-conf-dir", "", "CNI configuration directory; with --cni-bin-dir, pods are plugged through CNI")
 	flag.StringVar(&o.cniBinDir, "cni-bin-dir", "", "CNI plugin directory (a list, separated by ':')")
 	flag.StringVar(&o.stateDir, "state-dir", "/run/raven-node-standin", "where the stand-in lists the sandboxes it made")
+	flag.BoolVar(&o.bind, "bind-unscheduled", true, "bind pods that name no node to this one (the scheduler's part); "+
+		"with several stand-ins, one binds and the others serve the pods created for their node")
 	klog.InitFlags(nil)
 	flag.Parse()
 
@@ -71,6 +73,7 @@ type options struct {
 	cniConfDir, cniBinDir string
 	stateDir              string
 	self                  string
+	bind                  bool
 }
 
 // sandboxes returns nil when CNI is off.

@@ -25,6 +25,8 @@ type standin struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 	// sb is nil without CNI: the pod's IP then comes from its port annotation.
 	sb *sandboxes
+	// bind says this stand-in binds the pods that name no node to its own.
+	bind bool
 }
 
 func run(ctx context.Context, o options) error {
@@ -44,7 +46,7 @@ func run(ctx context.Context, o options) error {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	inf := factory.Core().V1().Pods().Informer()
 	s := &standin{
-		cs: cs, node: o.node, pods: inf.GetIndexer(), sb: o.sandboxes(),
+		cs: cs, node: o.node, pods: inf.GetIndexer(), sb: o.sandboxes(), bind: o.bind,
 		// A kubelet retries a failed sandbox with a backoff that stays within minutes.
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second)),
 	}
@@ -140,6 +142,9 @@ func (s *standin) sync(ctx context.Context, key string) error {
 		return s.finishDeletion(ctx, pod)
 	}
 	if pod.Spec.NodeName == "" {
+		if !s.bind {
+			return nil
+		}
 		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
 			Target: corev1.ObjectReference{Kind: "Node", Name: s.node}}
 		if err := pods.Bind(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsConflict(err) {

@@ -19,6 +19,8 @@ type Options struct {
 	OVSRunDir    string
 	OVNRunDir    string
 	ReadyTimeout time.Duration
+	// DatapathNetns is the network namespace (a path) of the node's Open vSwitch, when it is not raven-node's.
+	DatapathNetns string
 	// InstallPlugin, when set, is the raven-cni binary to copy into CNIBinDir at start, with the conflist
 	// written into CNIConfDir.
 	InstallPlugin string
@@ -42,6 +44,8 @@ func BindFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.OVNRunDir, "ovn-rundir", "", "when set, STATUS checks that ovn-controller answers on its control socket there")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 2*time.Minute,
 		"how long ADD waits for the port annotation and ovn-installed (the kubelet's CRI timeout is 2m)")
+	fs.StringVar(&o.DatapathNetns, "datapath-netns", "", "path of the network namespace where this node's ovs-vswitchd runs, "+
+		"which gets the host ends of the pods' veths; empty means raven-node's own")
 	fs.StringVar(&o.InstallPlugin, "install-cni-plugin", "", "path of the raven-cni binary to install into --cni-bin-dir, "+
 		"with 10-raven.conflist written into --cni-conf-dir, at start")
 	fs.StringVar(&o.CNIBinDir, "cni-bin-dir", "/opt/cni/bin", "CNI plugin directory (with --install-cni-plugin)")

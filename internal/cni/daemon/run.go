@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
@@ -55,8 +56,15 @@ func Run(ctx context.Context, o *Options) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	vsctl := &ovs.VSCtl{DB: o.OVSDB, Bridge: o.Bridge, OVSRunDir: o.OVSRunDir, OVNRunDir: o.OVNRunDir}
 	srv := server.New(server.Config{
-		Node: o.NodeName, ReadyTimeout: o.ReadyTimeout, Pods: pods, OVS: vsctl, Plumber: server.Netlink{},
+		Node: o.NodeName, ReadyTimeout: o.ReadyTimeout, Pods: pods, OVS: vsctl, Plumber: server.Netlink{DatapathNetns: o.DatapathNetns},
 		Recorder: recorder, Metrics: server.NewMetrics(reg),
+		Lookup: func(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+			pod, err := cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return pod, err
+		},
 	})
 
 	factory.Start(ctx.Done())

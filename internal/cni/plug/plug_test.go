@@ -67,12 +67,12 @@ func TestSetupAndTeardownInARealNamespace(t *testing.T) {
 		teardown func(t *testing.T, s Spec, n ns.NetNS)
 	}{
 		{name: "teardown by the host end", teardown: func(t *testing.T, s Spec, _ ns.NetNS) {
-			if err := Teardown(s.Netns, s.IfName, s.HostIfName); err != nil {
+			if err := Teardown("", s.Netns, s.IfName, s.HostIfName); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{name: "teardown by the pod end only", teardown: func(t *testing.T, s Spec, _ ns.NetNS) {
-			if err := Teardown(s.Netns, s.IfName, ""); err != nil {
+			if err := Teardown("", s.Netns, s.IfName, ""); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -81,7 +81,7 @@ func TestSetupAndTeardownInARealNamespace(t *testing.T) {
 			if err := testutils.UnmountNS(n); err != nil {
 				t.Fatal(err)
 			}
-			if err := Teardown(s.Netns, s.IfName, s.HostIfName); err != nil {
+			if err := Teardown("", s.Netns, s.IfName, s.HostIfName); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -90,7 +90,7 @@ func TestSetupAndTeardownInARealNamespace(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			n := newNS(t)
 			s := spec(t, n.Path())
-			t.Cleanup(func() { _ = Teardown("", "", s.HostIfName) })
+			t.Cleanup(func() { _ = Teardown("", "", "", s.HostIfName) })
 			res, err := Setup(s)
 			if err != nil {
 				t.Fatal(err)
@@ -105,7 +105,7 @@ func TestSetupAndTeardownInARealNamespace(t *testing.T) {
 				t.Errorf("host end still there after teardown (err %v)", err)
 			}
 			// Idempotent.
-			if err := Teardown(s.Netns, s.IfName, s.HostIfName); err != nil {
+			if err := Teardown("", s.Netns, s.IfName, s.HostIfName); err != nil {
 				t.Errorf("second teardown: %v", err)
 			}
 		})
@@ -199,7 +199,7 @@ func TestSetupTwiceFailsWithoutDamage(t *testing.T) {
 	needRoot(t)
 	n := newNS(t)
 	s := spec(t, n.Path())
-	t.Cleanup(func() { _ = Teardown("", "", s.HostIfName) })
+	t.Cleanup(func() { _ = Teardown("", "", "", s.HostIfName) })
 	if _, err := Setup(s); err != nil {
 		t.Fatal(err)
 	}
@@ -207,4 +207,33 @@ func TestSetupTwiceFailsWithoutDamage(t *testing.T) {
 		t.Fatal("second Setup succeeded")
 	}
 	checkPod(t, s)
+}
+
+// With the node's Open vSwitch in a namespace of its own, the host end goes there, and Teardown finds it there.
+func TestTheHostEndGoesIntoTheDatapathNamespace(t *testing.T) {
+	needRoot(t)
+	pod, datapath := newNS(t), newNS(t)
+	s := spec(t, pod.Path())
+	s.HostNetns = datapath.Path()
+	if _, err := Setup(s); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := HostLinkExists(s.HostIfName); ok {
+		t.Fatal("the host end is in the caller's namespace, not the datapath's")
+	}
+	inDatapath := func() bool {
+		found := false
+		_ = datapath.Do(func(ns.NetNS) error { found, _ = HostLinkExists(s.HostIfName); return nil })
+		return found
+	}
+	if !inDatapath() {
+		t.Fatal("the host end is not in the datapath's namespace")
+	}
+	checkPod(t, s)
+	if err := Teardown(datapath.Path(), s.Netns, s.IfName, s.HostIfName); err != nil {
+		t.Fatal(err)
+	}
+	if inDatapath() {
+		t.Error("Teardown left the host end in the datapath's namespace")
+	}
 }

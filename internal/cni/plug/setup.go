@@ -20,9 +20,19 @@ func Setup(spec Spec) (Result, error) {
 	}
 	defer netns.Close()
 
+	var datapath ns.NetNS
+	if spec.HostNetns != "" {
+		if datapath, err = ns.GetNS(spec.HostNetns); err != nil {
+			return Result{}, fmt.Errorf("opening the datapath's network namespace %s: %w", spec.HostNetns, err)
+		}
+		defer datapath.Close()
+	}
 	var res Result
 	created := false
 	err = netns.Do(func(hostNS ns.NetNS) error {
+		if datapath != nil {
+			hostNS = datapath
+		}
 		host, pod, err := ip.SetupVethWithName(spec.IfName, spec.HostIfName, spec.MTU, spec.MAC.String(), hostNS)
 		if err != nil {
 			return fmt.Errorf("creating veth %s/%s: %w", spec.HostIfName, spec.IfName, err)
@@ -39,7 +49,7 @@ func Setup(spec Spec) (Result, error) {
 	if err != nil {
 		if created {
 			// The pod end is gone with its pair; make sure the host end is too.
-			_ = deleteLink(spec.HostIfName)
+			_ = inHostNetns(spec.HostNetns, func() error { return deleteLink(spec.HostIfName) })
 		}
 		return Result{}, err
 	}
@@ -82,6 +92,14 @@ func configurePod(spec Spec) error {
 		}
 	}
 	return nil
+}
+
+// inHostNetns runs f in the datapath's namespace (path), or in the caller's when path is empty.
+func inHostNetns(path string, f func() error) error {
+	if path == "" {
+		return f()
+	}
+	return ns.WithNetNSPath(path, func(ns.NetNS) error { return f() })
 }
 
 // deleteLink removes a link of the current namespace; a missing one is fine.

@@ -18,6 +18,9 @@ type Spec struct {
 	IfName string
 	// HostIfName is the host end, the name OVS knows it by.
 	HostIfName string
+	// HostNetns is the path of the namespace that holds the node's datapath (where the host end goes); empty
+	// means the caller's own.
+	HostNetns string
 	// MAC of the pod end: the Neutron port's.
 	MAC net.HardwareAddr
 	// MTU of both ends.

@@ -9,11 +9,12 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// Teardown removes the pair: the host end by name when hostIfName is set (the pod end goes with it), and
-// the pod end when netnsPath is set and still holds a veth of that name. A namespace that is gone, or a
-// link already removed, is fine: Teardown is idempotent.
-func Teardown(netnsPath, ifName, hostIfName string) error {
-	if err := deleteLink(hostIfName); err != nil {
+// Teardown removes the pair: the host end by name when hostIfName is set (the pod end goes with it), in
+// the datapath's namespace hostNetns (the caller's when empty), and the pod end when netnsPath is set and
+// still holds a veth of that name. A namespace that is gone, or a link already removed, is fine: Teardown
+// is idempotent.
+func Teardown(hostNetns, netnsPath, ifName, hostIfName string) error {
+	if err := inHostNetns(hostNetns, func() error { return deleteLink(hostIfName) }); err != nil {
 		return fmt.Errorf("deleting host interface %s: %w", hostIfName, err)
 	}
 	if netnsPath == "" || ifName == "" {
@@ -45,7 +46,7 @@ func Teardown(netnsPath, ifName, hostIfName string) error {
 	return nil
 }
 
-// HostLinkExists tells whether the host namespace has a link of that name.
+// HostLinkExists tells whether the caller's namespace has a link of that name.
 func HostLinkExists(name string) (bool, error) {
 	_, err := netlinksafe.LinkByName(name)
 	if err == nil {

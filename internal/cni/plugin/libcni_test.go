@@ -125,7 +125,7 @@ func TestThroughLibcniIntoARealNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = netns.Close(); _ = testutils.UnmountNS(netns) })
-	t.Cleanup(func() { _ = plug.Teardown("", "", "tap7d7cc334-bc") })
+	t.Cleanup(func() { _ = plug.Teardown("", "", "", "tap7d7cc334-bc") })
 
 	cni := libcni.NewCNIConfigWithCacheDir([]string{bin}, filepath.Join(dir, "cache"), nil)
 	rt := &libcni.RuntimeConf{

@@ -36,10 +36,14 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 
 	t, err := s.waitPort(ctx, pod)
 	var elsewhere *boundElsewhereError
+	var onOther *elsewhereError
 	switch {
 	case errors.As(err, &elsewhere):
 		return nil, s.fail(ctx, pod, ReasonPortBoundElsewhere, newError(types.ErrInternal,
 			"pod %s: %w: Raven bound it for another node; the pod must be recreated", pod, err))
+	case errors.As(err, &onOther):
+		return nil, s.fail(ctx, pod, ReasonPortBoundElsewhere, newError(types.ErrInternal,
+			"%w: its port is bound to that node, and only that node's raven-node can plug it", err))
 	case err != nil:
 		return nil, s.fail(ctx, pod, ReasonNetworkNotReady, newError(types.ErrTryAgainLater, "pod %s: %w", pod, err))
 	}
@@ -74,12 +78,18 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 func (s *Server) waitPort(ctx context.Context, want wire.Pod) (target, error) {
 	logger := klog.FromContext(ctx)
 	last := ""
-	seen := false
+	seen, looked := false, false
 	for {
 		changed := s.cfg.Pods.Changed()
 		pod, err := s.cfg.Pods.Get(want.Namespace, want.Name)
 		if err != nil {
 			return target{}, err
+		}
+		if pod == nil && !seen && !looked && s.cfg.Lookup != nil {
+			looked = true
+			if err := s.onAnotherNode(ctx, want); err != nil {
+				return target{}, err
+			}
 		}
 		// A pod deleted while its ADD waits will never get a port: give up at once, so that the runtime's DEL
 		// follows without waiting for the deadline. (A pod not in the cache yet is waited for.)
@@ -103,6 +113,19 @@ func (s *Server) waitPort(ctx context.Context, want wire.Pod) (target, error) {
 		case <-changed:
 		}
 	}
+}
+
+// onAnotherNode asks the API server for a pod the node's cache lacks: a pod scheduled to another node is an
+// error; a missing pod, or one not scheduled yet, is waited for.
+func (s *Server) onAnotherNode(ctx context.Context, want wire.Pod) error {
+	pod, err := s.cfg.Lookup(ctx, want.Namespace, want.Name)
+	if err != nil || pod == nil {
+		return nil //nolint:nilerr // the cache may still bring the pod; the deadline bounds the wait
+	}
+	if pod.Spec.NodeName != "" && pod.Spec.NodeName != s.cfg.Node && (want.UID == "" || string(pod.UID) == want.UID) {
+		return &elsewhereError{pod: want.String(), host: pod.Spec.NodeName, node: s.cfg.Node}
+	}
+	return nil
 }
 
 // plug replaces whatever a former sandbox left on the port's interface, builds the pair and adds the host

@@ -14,16 +14,23 @@ type Plumber interface {
 }
 
 // Netlink is the Plumber of package plug.
-type Netlink struct{}
+type Netlink struct {
+	// DatapathNetns is the path of the network namespace where the node's Open vSwitch runs, which gets the
+	// host ends; empty means raven-node's own (the usual case: OVS in the host's namespace).
+	DatapathNetns string
+}
 
 var _ Plumber = Netlink{}
 
 // Setup implements Plumber.
-func (Netlink) Setup(_ context.Context, spec plug.Spec) (plug.Result, error) { return plug.Setup(spec) }
+func (n Netlink) Setup(_ context.Context, spec plug.Spec) (plug.Result, error) {
+	spec.HostNetns = n.DatapathNetns
+	return plug.Setup(spec)
+}
 
 // Teardown implements Plumber.
-func (Netlink) Teardown(_ context.Context, netns, ifName, hostIfName string) error {
-	return plug.Teardown(netns, ifName, hostIfName)
+func (n Netlink) Teardown(_ context.Context, netns, ifName, hostIfName string) error {
+	return plug.Teardown(n.DatapathNetns, netns, ifName, hostIfName)
 }
 
 // Inspect implements Plumber.

@@ -31,6 +31,15 @@ func (e *boundElsewhereError) Error() string {
 	return fmt.Sprintf("port %s is bound to node %s, not %s", e.port, e.host, e.node)
 }
 
+// elsewhereError says the pod of an ADD runs on another node: the runtime of that node should have asked.
+type elsewhereError struct {
+	pod, host, node string
+}
+
+func (e *elsewhereError) Error() string {
+	return fmt.Sprintf("pod %s is scheduled to node %s, not %s", e.pod, e.host, e.node)
+}
+
 // evaluate says whether the cached pod carries a port this node can plug for the pod of the request.
 // It returns the target, or what is still awaited, or an error when waiting cannot help.
 func evaluate(pod *corev1.Pod, want wire.Pod, node string) (t target, waitingFor string, err error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -23,8 +24,11 @@ type Config struct {
 	// ReadyTimeout bounds ADD: the port annotation plus ovn-installed (the kubelet's CRI timeout is 2m).
 	ReadyTimeout time.Duration
 	Pods         *Pods
-	OVS          ovs.Client
-	Plumber      Plumber
+	// Lookup reads a pod from the API server; ADD asks it once when the node's cache lacks the pod, so that a
+	// pod scheduled to another node fails at once instead of at the deadline. Nil means never.
+	Lookup  func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	OVS     ovs.Client
+	Plumber Plumber
 	// Recorder posts the Warning events of failed ADDs on the pods.
 	Recorder record.EventRecorder
 	// Metrics may be nil.

@@ -211,6 +211,21 @@ func checkPlugged(t *testing.T, e *env, sandbox string) {
 	}
 }
 
+// The runtime of one node asking the plugin of another: the pod is not in this node's cache, and the API
+// server says it runs elsewhere. ADD fails at once, names both nodes, and leaves nothing behind.
+func TestAddForAPodOfAnotherNodeFailsAtOnce(t *testing.T) {
+	e := newEnv(t, time.Minute)
+	elsewhere := testPod(t, annotated)
+	elsewhere.Spec.NodeName = "node-b"
+	e.srv.cfg.Lookup = func(context.Context, string, string) (*corev1.Pod, error) { return elsewhere, nil }
+	start := time.Now()
+	resp := e.srv.Handle(t.Context(), request("ADD", "sandbox-1"))
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("took %s, want an answer at once", time.Since(start))
+	}
+	checkFailedAdd(t, e, resp, e.events(), "pod default/nginx is scheduled to node node-b, not node-a", types.ErrInternal, "Warning PortBoundElsewhere")
+}
+
 func TestAddAfterAFailedAdd(t *testing.T) {
 	e := newEnv(t, 300*time.Millisecond, testPod(t, annotated))
 	e.ovs.NoOVNController = true
