@@ -48,23 +48,66 @@ func standinState(t testing.TB, ns, name string) sandboxState {
 	return s
 }
 
-// cniDel runs a CNI DEL for the sandbox through libcni, with the node's conflist and plugin, as a runtime does.
+// cniDel runs a CNI DEL for the sandbox through libcni, with the first node's conflist and plugin, as a
+// runtime does.
 func cniDel(t testing.TB, s sandboxState) error {
 	t.Helper()
-	dir := env.vars["STACK_DIR"]
-	files, err := libcni.ConfFiles(filepath.Join(dir, "cni/net.d"), []string{".conflist"})
+	c, list, rt := cniCall(t, "cni", s)
+	return c.DelNetworkList(context.Background(), list, rt)
+}
+
+// cniCall loads the conflist and plugin of a node's CNI directory (cni for the first node, cni2 for the second)
+// and the runtime configuration of the sandbox.
+func cniCall(t testing.TB, dirName string, s sandboxState) (*libcni.CNIConfig, *libcni.NetworkConfigList, *libcni.RuntimeConf) {
+	t.Helper()
+	dir := filepath.Join(env.vars["STACK_DIR"], dirName)
+	files, err := libcni.ConfFiles(filepath.Join(dir, "net.d"), []string{".conflist"})
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no conflist in %s/cni/net.d (%v)", dir, err)
+		t.Fatalf("no conflist in %s/net.d (%v)", dir, err)
 	}
 	list, err := libcni.ConfListFromFile(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := libcni.NewCNIConfigWithCacheDir([]string{filepath.Join(dir, "cni/bin")}, t.TempDir(), nil)
-	return c.DelNetworkList(context.Background(), list, &libcni.RuntimeConf{
+	c := libcni.NewCNIConfigWithCacheDir([]string{filepath.Join(dir, "bin")}, t.TempDir(), nil)
+	return c, list, &libcni.RuntimeConf{
 		ContainerID: s.ID, NetNS: filepath.Join("/var/run/netns", s.Netns), IfName: s.IfName,
 		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", s.Namespace}, {"K8S_POD_NAME", s.Name}, {"K8S_POD_UID", s.UID}},
+	}
+}
+
+// stopStackService stops a service of the stack for the test; it runs again afterwards, whatever happened.
+func stopStackService(t testing.TB, name string) {
+	t.Helper()
+	stackService(t, "stop-service", name)
+	t.Cleanup(func() {
+		_ = exec.Command(filepath.Join(env.repo, "hack/stack.sh"), "start-service", name).Run()
 	})
+}
+
+// forgetSandbox does what a runtime that lost a sandbox leaves done: its server, state and namespace are
+// gone, and no DEL was run.
+func forgetSandbox(t testing.TB, s sandboxState) {
+	t.Helper()
+	if s.PID > 0 {
+		_ = syscall.Kill(s.PID, syscall.SIGKILL)
+	}
+	if err := os.Remove(standinStateFile(s.Namespace, s.Name)); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ip", "netns", "del", s.Netns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns del %s: %v: %s", s.Netns, err, out)
+	}
+}
+
+func count(list []string, s string) int {
+	n := 0
+	for _, v := range list {
+		if v == s {
+			n++
+		}
+	}
+	return n
 }
 
 // standinRetried says the node stand-in has logged a failed attempt at the pod's sandbox.
@@ -90,8 +133,7 @@ func TestCNIAfterTheDaemonWasDown(t *testing.T) {
 	goneSandbox := standinState(t, nsName, "gone")
 	stayAddr := net.JoinHostPort(stay.FixedIPs[0].IPAddress, "80")
 
-	stackService(t, "stop-service", "raven-node")
-	t.Cleanup(func() { _ = exec.Command(filepath.Join(env.repo, "hack/stack.sh"), "start-service", "raven-node").Run() })
+	stopStackService(t, "raven-node")
 	// ADD fails while the daemon is down; the runtime retries it.
 	if _, err := env.kube.CoreV1().Pods(nsName).Create(ctx, servingPod("late"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -100,20 +142,11 @@ func TestCNIAfterTheDaemonWasDown(t *testing.T) {
 
 	// The runtime forgets the gone pod while the daemon is down: its sandbox state, server and namespace go,
 	// without a DEL. Only GC can remove its OVS port now.
-	stackService(t, "stop-service", "node-standin")
-	t.Cleanup(func() { _ = exec.Command(filepath.Join(env.repo, "hack/stack.sh"), "start-service", "node-standin").Run() })
+	stopStackService(t, "node-standin")
 	if err := env.kube.CoreV1().Pods(nsName).Delete(ctx, "gone", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
-	if goneSandbox.PID > 0 {
-		_ = syscall.Kill(goneSandbox.PID, syscall.SIGKILL)
-	}
-	if err := os.Remove(standinStateFile(nsName, "gone")); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("ip", "netns", "del", goneSandbox.Netns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns del %s: %v: %s", goneSandbox.Netns, err, out)
-	}
+	forgetSandbox(t, goneSandbox)
 	if !contains(ovsPorts(t), tapOf(gone.ID)) {
 		t.Fatal("the forgotten pod's OVS port is already gone: GC would not be tested")
 	}
@@ -130,14 +163,8 @@ func TestCNIAfterTheDaemonWasDown(t *testing.T) {
 	if _, err := netlink.LinkByName(tapOf(gone.ID)); err == nil {
 		t.Errorf("the host end %s of the forgotten pod's veth is left", tapOf(gone.ID))
 	}
-	lateTaps := 0
-	for _, p := range ovsPorts(t) {
-		if p == tapOf(late.ID) {
-			lateTaps++
-		}
-	}
-	if lateTaps != 1 {
-		t.Errorf("the late pod has %d OVS ports after its failed and retried ADDs, want 1", lateTaps)
+	if n := count(ovsPorts(t), tapOf(late.ID)); n != 1 {
+		t.Errorf("the late pod has %d OVS ports after its failed and retried ADDs, want 1", n)
 	}
 
 	// DEL twice for the gone pod's sandbox: both succeed.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/raven-net/raven/internal/cni/ovs"
@@ -78,26 +79,15 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 func (s *Server) waitPort(ctx context.Context, want wire.Pod) (target, error) {
 	logger := klog.FromContext(ctx)
 	last := ""
-	seen, looked := false, false
+	w := podWatch{want: want}
 	for {
 		changed := s.cfg.Pods.Changed()
 		pod, err := s.cfg.Pods.Get(want.Namespace, want.Name)
 		if err != nil {
 			return target{}, err
 		}
-		if pod == nil && !seen && !looked && s.cfg.Lookup != nil {
-			looked = true
-			if err := s.onAnotherNode(ctx, want); err != nil {
-				return target{}, err
-			}
-		}
-		// A pod deleted while its ADD waits will never get a port: give up at once, so that the runtime's DEL
-		// follows without waiting for the deadline. (A pod not in the cache yet is waited for.)
-		switch {
-		case pod != nil && pod.DeletionTimestamp != nil, pod == nil && seen:
-			return target{}, fmt.Errorf("pod %s was deleted while its network was being set up", want)
-		case pod != nil && (want.UID == "" || string(pod.UID) == want.UID):
-			seen = true
+		if err := s.hopeless(ctx, &w, pod); err != nil {
+			return target{}, err
 		}
 		t, waitingFor, err := evaluate(pod, want, s.cfg.Node)
 		if err != nil || waitingFor == "" {
@@ -113,6 +103,31 @@ func (s *Server) waitPort(ctx context.Context, want wire.Pod) (target, error) {
 		case <-changed:
 		}
 	}
+}
+
+// podWatch is what waitPort remembers of the pod between looks.
+type podWatch struct {
+	want   wire.Pod
+	seen   bool // the cache has held the pod
+	looked bool // the API server was asked for it
+}
+
+// hopeless says when waiting for the pod's port cannot succeed: the pod was deleted (so that the runtime's DEL
+// follows without waiting for the deadline), or it runs on another node. A pod not in the cache yet is waited for.
+func (s *Server) hopeless(ctx context.Context, w *podWatch, pod *corev1.Pod) error {
+	if pod == nil && !w.seen && !w.looked && s.cfg.Lookup != nil {
+		w.looked = true
+		if err := s.onAnotherNode(ctx, w.want); err != nil {
+			return err
+		}
+	}
+	switch {
+	case pod != nil && pod.DeletionTimestamp != nil, pod == nil && w.seen:
+		return fmt.Errorf("pod %s was deleted while its network was being set up", w.want)
+	case pod != nil && (w.want.UID == "" || string(pod.UID) == w.want.UID):
+		w.seen = true
+	}
+	return nil
 }
 
 // onAnotherNode asks the API server for a pod the node's cache lacks: a pod scheduled to another node is an
