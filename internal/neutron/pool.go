@@ -222,7 +222,9 @@ func (p *Pools) yield(ctx context.Context, limit time.Duration) {
 // complete gives the claimed port its pod's tags. A failure puts the claim back, due later; it is never
 // dropped.
 func (p *Pools) complete(ctx context.Context, c Claim) {
-	p.yield(ctx, 30*time.Second)
+	// A short yield: until this call, the pod's port shows in Neutron as a pool port, and a slow Neutron
+	// keeps pods' creates in flight for minutes during a burst.
+	p.yield(ctx, 2*time.Second)
 	if !p.M.X.Claimed(c.PortID) {
 		return // confirmed meanwhile, or the port is gone
 	}

@@ -275,3 +275,26 @@ func TestAClaimWithAnUnknownOutcomeIsNeverHandedToAnotherPod(t *testing.T) {
 		t.Fatal("after a listing the port is free or pod b's")
 	}
 }
+
+// While pods' creates keep Neutron busy for minutes (a burst on a slow Neutron), a claim still gets its pod's
+// tags within seconds: until then Neutron shows the pod's port as a free pool port.
+func TestAClaimIsFinishedWhilePodCreatesStayInFlight(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := fake.NewNeutron()
+	m, nn := setupNamespace(t, n)
+	m.B = &Batcher{N: n, running: 1} // a create in flight for the whole test
+	m.P = &Pools{M: m, Cfg: PoolConfig{Max: 5, Batch: 1}, retry: time.Millisecond}
+	free := poolPort(t, n, m, nn)
+	pod := PodRef{UID: "uid-1", Namespace: "ns", Name: "p", Node: "node-a"}
+	owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: pod.UID, Name: "ns/p"}
+	if _, ok, err := m.P.Take(ctx, nn, pod, owner); err != nil || !ok {
+		t.Fatalf("Take: %v %v", ok, err)
+	}
+	start := time.Now()
+	m.P.Start(ctx, 1)
+	eventually(t, "Neutron shows the port as the pod's", func() bool { return ownedInNeutron(n, free.ID, pod) })
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the claim took %s to finish while a create was in flight", d)
+	}
+}

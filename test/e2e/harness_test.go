@@ -209,7 +209,7 @@ type ravenOpts struct {
 	second bool
 	// config replaces the stack's Raven configuration file.
 	config string
-	// resync and orphanGrace, when set, replace the harness's short --resync-period=3s and
+	// resync and orphanGrace, when set, replace the harness's short --resync-period=5s and
 	// --orphan-grace-period=2s (which let tests see repairs and sweeps quickly); the benchmark passes the
 	// shipped defaults.
 	resync, orphanGrace time.Duration
@@ -231,7 +231,7 @@ func startRaven(t testing.TB, o ravenOpts) *Raven {
 	if o.config != "" {
 		config = o.config
 	}
-	resync, grace := 3*time.Second, 2*time.Second
+	resync, grace := 5*time.Second, 2*time.Second
 	if o.resync > 0 {
 		resync = o.resync
 	}
@@ -444,12 +444,14 @@ func newNamespace(t *testing.T) string {
 	return name
 }
 
-// eventually polls cond until it returns true or the timeout passes.
+// eventually polls cond until it returns true or the timeout passes. It waits at least as long as a look
+// took before the next one: a condition that lists Neutron's ports must not keep a busy Neutron busier.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var lastErr error
 	for {
+		start := time.Now()
 		ok, err := cond()
 		if ok {
 			return
@@ -458,7 +460,7 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(max(100*time.Millisecond, time.Since(start)))
 	}
 }
 
