@@ -449,6 +449,16 @@ func TestRecycledPortGoesBackToThePool(t *testing.T) {
 	ns := newNamespace(t)
 	createPod(t, ns, "first")
 	ann := waitAnnotated(t, ns, "first")
+	// A pool port's claim is finished off the critical path; a pod deleted before Neutron shows the port as
+	// its own has its port deleted, not recycled (Pools.Recycle). Wait for that first.
+	eventually(t, 30*time.Second, "Neutron to show the pod's port as its own", func() (bool, error) {
+		p, err := env.os.Networking.GetPort(ctx, ann.ID)
+		if err != nil {
+			return false, err
+		}
+		o, _ := ownership.Parse(p.Tags)
+		return o.Kind == ownership.KindPod, nil
+	})
 	if err := env.kube.CoreV1().Pods(ns).Delete(ctx, "first", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
