@@ -29,6 +29,15 @@ OVN_SB=unix:$OVN_RUNDIR/ovnsb_db.sock
 vsctl() { ovs-vsctl --db="$OVS_DB" --timeout=20 "$@"; }
 EXT_CIDR=172.24.4.0/24 EXT_GW=172.24.4.1
 CHASSIS_NS="" OUTSIDE_NS=""
+# The second node: a chassis of its own (ovsdb-server, ovs-vswitchd, ovn-controller) whose datapath is in the
+# network namespace raven-node2, joined to the first by a geneve tunnel between two br-phy bridges over a veth
+# pair. Its raven-node and node stand-in run in the root namespace (they need 127.0.0.1); raven-node puts the
+# host ends of the pods' veths into raven-node2 (--datapath-netns).
+NODE2_NAME=${NODE_NAME}-2 NODE2_NS=raven-node2
+OVS2_RUNDIR=$STACK_DIR/ovs2 OVN2_RUNDIR=$STACK_DIR/ovn2
+OVS2_DB=unix:$OVS2_RUNDIR/db.sock
+vsctl2() { ovs-vsctl --db="$OVS2_DB" --timeout=20 "$@"; }
+TUNNEL1=169.254.100.1 TUNNEL2=169.254.100.2
 
 log() { printf '[stack %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -127,20 +136,6 @@ wait_for() {
   done
 }
 
-cached_schema() { # name script
-  local name=$1 script=$2 ver
-  ver=$(dpkg-query -W -f='${Version}' "python3-$name" | tr -c 'A-Za-z0-9.\n' '_')
-  local f=$CACHE_ROOT/schema/$name-$ver.sqlite
-  if [[ ! -f $f ]]; then
-    mkdir -p "$CACHE_ROOT/schema"
-    log "creating the $name database schema (cached for next time)"
-    rm -f "$f.tmp"
-    "$PY" -W ignore "$REPO/hack/openstack/$script" "sqlite:///$f.tmp"
-    mv "$f.tmp" "$f"
-  fi
-  echo "$f"
-}
-
 # --- Open vSwitch + OVN -------------------------------------------------------------------------------------
 # The datapath (ovs-vswitchd's taps ovs-netdev, br-int and br-ex, and every veth plugged into them) lives in the
 # root network namespace, where a node's CNI plugin expects it. Their names are fixed, so only one stack at a
@@ -150,17 +145,19 @@ cached_schema() { # name script
 choose_datapath_netns() {
   CHASSIS_NS="" OUTSIDE_NS=raven-outside
   local l busy=""
-  for l in ovs-netdev br-int br-ex raven-ext0; do
+  for l in ovs-netdev br-int br-ex raven-ext0 br-phy raven-phy1; do
     ip link show "$l" >/dev/null 2>&1 && busy+=" $l"
   done
+  ip netns list | grep -qw "^$NODE2_NS" && busy+=" netns $NODE2_NS"
   if [[ -n $busy ]] && ! pgrep -x ovs-vswitchd >/dev/null; then
     # No Open vSwitch runs on this machine: these are the leftovers of a stack that died (its pods' veths too).
     log "removing the leftovers of a stopped stack's datapath:$busy, its pods' veths and netns $OUTSIDE_NS"
     for l in $(ip -o link show type veth | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^tap[0-9a-f]{8}-[0-9a-f]{2}$'); do
       ip link del "$l" 2>/dev/null || true
     done
-    for l in ovs-netdev br-int br-ex raven-ext0; do ip link del "$l" 2>/dev/null || true; done
+    for l in ovs-netdev br-int br-ex raven-ext0 br-phy raven-phy1; do ip link del "$l" 2>/dev/null || true; done
     ip netns del "$OUTSIDE_NS" 2>/dev/null || true
+    ip netns del "$NODE2_NS" 2>/dev/null || true
     busy=""
   fi
   if [[ -z $busy ]] && ip netns add "$OUTSIDE_NS" 2>/dev/null; then
@@ -213,7 +210,7 @@ start_ovsdbs() {
   # No userspace TSO: the CNI turns tx checksum offload off in each pod, which also works across chassis.
   wait_for ovsdb-server 20 vsctl --no-wait init
   vsctl --no-wait set Open_vSwitch . external_ids:system-id="$NODE_NAME" external_ids:hostname="$NODE_NAME" \
-    external_ids:ovn-remote="$OVN_SB" external_ids:ovn-encap-type=geneve external_ids:ovn-encap-ip=127.0.0.1 \
+    external_ids:ovn-remote="$OVN_SB" external_ids:ovn-encap-type=geneve external_ids:ovn-encap-ip="$ENCAP_IP" \
     external_ids:ovn-bridge=br-int external_ids:ovn-bridge-datapath-type=netdev \
     external_ids:ovn-bridge-mappings=public:br-ex external_ids:ovn-cms-options=enable-chassis-as-gw
   # No openvswitch kernel module here: every bridge uses the userspace datapath (netdev).
@@ -245,8 +242,57 @@ start_chassis() {
   vsctl add-port br-ex raven-ext0
 }
 
-chassis_registered() {
-  [[ -n $(ovn-sbctl --db="$OVN_SB" --timeout=5 --bare --columns=name find Chassis name="$NODE_NAME") ]]
+chassis_registered() { # [name]
+  [[ -n $(ovn-sbctl --db="$OVN_SB" --timeout=5 --bare --columns=name find Chassis name="${1:-$NODE_NAME}") ]]
+}
+
+# start_node2: the second chassis (see NODE2_NAME). The tunnel address sits on each side's br-phy, never on the
+# veth itself (the userspace datapath cannot route tunnels out of a plain port).
+start_node2() {
+  mkdir -p "$OVS2_RUNDIR" "$OVN2_RUNDIR"
+  ip netns add "$NODE2_NS"
+  echo "$NODE2_NS" >>"$STACK_DIR/netns"
+  ip -n "$NODE2_NS" link set lo up
+  ovsdb-tool create "$OVS_DBDIR/conf2.db" /usr/share/openvswitch/vswitch.ovsschema
+  start ovsdb-server-2 ovsdb-server "$OVS_DBDIR/conf2.db" --remote="p$OVS2_DB" --pidfile="$OVS2_RUNDIR/ovsdb-server.pid" \
+    --unixctl="$OVS2_RUNDIR/ovsdb-server.ctl" --log-file="$STACK_DIR/logs/ovsdb-server-2.log" -vconsole:off -vsyslog:off --no-chdir
+  wait_for ovsdb-server-2 20 vsctl2 --no-wait init
+  vsctl2 --no-wait set Open_vSwitch . external_ids:system-id="$NODE2_NAME" external_ids:hostname="$NODE2_NAME" \
+    external_ids:ovn-remote="$OVN_SB" external_ids:ovn-encap-type=geneve external_ids:ovn-encap-ip="$TUNNEL2" \
+    external_ids:ovn-bridge=br-int external_ids:ovn-bridge-datapath-type=netdev
+  vsctl2 --no-wait -- add-br br-int -- set Bridge br-int datapath_type=netdev fail-mode=secure \
+    other_config:disable-in-band=true -- add-br br-phy -- set Bridge br-phy datapath_type=netdev
+  start ovs-vswitchd-2 ip netns exec "$NODE2_NS" env OVS_RUNDIR="$OVS2_RUNDIR" ovs-vswitchd "$OVS2_DB" --monitor \
+    --pidfile="$OVS2_RUNDIR/ovs-vswitchd.pid" --log-file="$STACK_DIR/logs/ovs-vswitchd-2.log" -vconsole:off -vsyslog:off --no-chdir
+  start ovn-controller-2 ip netns exec "$NODE2_NS" env OVS_RUNDIR="$OVS2_RUNDIR" OVN_RUNDIR="$OVN2_RUNDIR" ovn-controller "$OVS2_DB" \
+    --pidfile="$OVN2_RUNDIR/ovn-controller.pid" --log-file="$STACK_DIR/logs/ovn-controller-2.log" -vconsole:off -vsyslog:off --no-chdir
+  # The wire between the two nodes' br-phy.
+  vsctl add-br br-phy -- set Bridge br-phy datapath_type=netdev
+  ip link add raven-phy1 type veth peer name raven-phy2 netns "$NODE2_NS"
+  ip link set raven-phy1 up
+  ip -n "$NODE2_NS" link set raven-phy2 up
+  vsctl add-port br-phy raven-phy1
+  wait_for ovs-vswitchd-2 30 ip -n "$NODE2_NS" link show br-phy
+  vsctl2 add-port br-phy raven-phy2
+  wait_for ovs-vswitchd 30 ip link show br-phy
+  ip addr add "$TUNNEL1/30" dev br-phy
+  ip link set br-phy up
+  ip -n "$NODE2_NS" addr add "$TUNNEL2/30" dev br-phy
+  ip -n "$NODE2_NS" link set br-phy up
+}
+
+# start_node2_side: raven-node and the node stand-in of the second node. Its stand-in does not bind pods:
+# a pod runs there when it is created with spec.nodeName set to the second node.
+start_node2_side() {
+  mkdir -p "$STACK_DIR/run" "$STACK_DIR/cni2/bin" "$STACK_DIR/cni2/net.d"
+  start raven-node-2 "$STACK_DIR/bin/raven-node" --kubeconfig="$STACK_DIR/kubeconfig" --node-name="$NODE2_NAME" \
+    --socket="$STACK_DIR/run/cni-2.sock" --ovs-db="$OVS2_DB" --bridge=br-int --datapath-netns="/var/run/netns/$NODE2_NS" \
+    --install-cni-plugin="$STACK_DIR/bin/raven-cni" --cni-bin-dir="$STACK_DIR/cni2/bin" --cni-conf-dir="$STACK_DIR/cni2/net.d"
+  wait_for raven-node-2 60 test -S "$STACK_DIR/run/cni-2.sock"
+  start node-standin-2 env STACK_NETNS_FILE="$STACK_DIR/netns" "$STACK_DIR/bin/node-standin" --kubeconfig="$STACK_DIR/kubeconfig" \
+    --node-name="$NODE2_NAME" --state-dir="$STACK_DIR/node-standin-2" --bind-unscheduled=false \
+    --cni-conf-dir="$STACK_DIR/cni2/net.d" --cni-bin-dir="$STACK_DIR/cni2/bin"
+  wait_for node-standin-2 30 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE2_NAME"
 }
 
 # stop_sandboxes: kills the processes that serve in the node stand-in's pods and prints the pods' network
@@ -255,7 +301,7 @@ chassis_registered() {
 # killed while its command line still names its sandbox (a PID can be reused).
 stop_sandboxes() {
   local f pid id ns
-  for f in "$STACK_DIR"/node-standin/*.json; do
+  for f in "$STACK_DIR"/node-standin/*.json "$STACK_DIR"/node-standin-2/*.json; do
     [[ -f $f ]] || continue
     read -r pid id ns < <(jq -r '"\(.pid // 0) \(.id // "-") \(.netns // "")"' "$f" 2>/dev/null) || continue
     if ((pid > 0)) && tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "--sandbox=$id"; then
@@ -264,6 +310,21 @@ stop_sandboxes() {
     [[ -n $ns ]] && echo "$ns"
   done
   return 0
+}
+
+# stop_node2: the second node's pods' host ends, bridges and switch go with its namespace, once its
+# ovn-controller (stopped with the other services before) and ovs-vswitchd are gone.
+stop_node2() {
+  [[ -f $STACK_DIR/pids/ovsdb-server-2.pid ]] || return 0
+  if alive "$STACK_DIR/pids/ovsdb-server-2.pid"; then
+    vsctl2 --if-exists del-br br-int -- --if-exists del-br br-phy >/dev/null 2>&1 || true
+  fi
+  if alive "$STACK_DIR/pids/ovs-vswitchd-2.pid"; then
+    OVS_RUNDIR=$OVS2_RUNDIR ovs-appctl --timeout=10 -t ovs-vswitchd exit --cleanup >/dev/null 2>&1 || true
+    for _ in $(seq 50); do alive "$STACK_DIR/pids/ovs-vswitchd-2.pid" || break; sleep 0.1; done
+  fi
+  terminate ovs-vswitchd-2
+  ip netns del "$NODE2_NS" 2>/dev/null || true
 }
 
 # stop_datapath: with ovn-controller already stopped (it would create br-int again), deletes the namespaces of
@@ -278,6 +339,7 @@ stop_datapath() {
   [[ $where != root ]] && CHASSIS_NS=$where
   local -a netns=()
   mapfile -t netns < <(stop_sandboxes)
+  stop_node2
   if alive "$STACK_DIR/pids/ovsdb-server.pid"; then
     # A pod's host-side veth is a port of br-int; its peer's namespace is the pod's.
     local ids
@@ -295,7 +357,7 @@ stop_datapath() {
     ip netns del "$ns" 2>/dev/null || true
   done
   if alive "$STACK_DIR/pids/ovsdb-server.pid"; then
-    vsctl --if-exists del-br br-int -- --if-exists del-br br-ex >/dev/null 2>&1 || true
+    vsctl --if-exists del-br br-int -- --if-exists del-br br-ex -- --if-exists del-br br-phy >/dev/null 2>&1 || true
   fi
   if alive "$STACK_DIR/pids/ovs-vswitchd.pid"; then
     ovs-appctl --timeout=10 -t ovs-vswitchd exit --cleanup >/dev/null 2>&1 || true
@@ -306,10 +368,11 @@ stop_datapath() {
     alive "$STACK_DIR/pids/ovs-vswitchd.pid" && terminate ovs-vswitchd
     ip netns del "$CHASSIS_NS" 2>/dev/null || true
   elif ! alive "$STACK_DIR/pids/ovs-vswitchd.pid"; then
-    for p in ovs-netdev br-int br-ex; do
+    for p in ovs-netdev br-int br-ex br-phy; do
       ip -d link show dev "$p" 2>/dev/null | grep -q ' tun type tap ' && ip link del "$p" 2>/dev/null
     done
     ip link del raven-ext0 2>/dev/null || true
+    ip link del raven-phy1 2>/dev/null || true
   fi
   return 0
 }
@@ -337,6 +400,11 @@ up() {
     cni=0
   fi
 
+  # Two nodes when this stack has the root namespace's datapath and the node side (STACK_NODES=1: one).
+  local nodes=${STACK_NODES:-2}
+  [[ $cni == 1 && -z $CHASSIS_NS ]] || nodes=1
+  ENCAP_IP=127.0.0.1
+  ((nodes >= 2)) && ENCAP_IP=$TUNNEL1
   local EP PP AP KP NP OP KSP NBP SBP DBP
   EP=$(freeport); PP=$(freeport); AP=$(freeport); KP=$(freeport); NP=$(freeport); OP=$(freeport); KSP=$(freeport)
   NBP=$(freeport); SBP=$(freeport); DBP=$(freeport)
@@ -358,10 +426,14 @@ up() {
   [[ $auth == keystone ]] && start_keystone "$KSP"
   start_mariadb "$DBP"
   start_neutron "$NP" "$auth" "$KSP" "$NBP" "$SBP" "$DBP"
-  start_octavia "$OP" "$auth" "$KSP"
+  start_octavia "$OP" "$auth" "$KSP" "$DBP"
 
   log "starting Open vSwitch, ovn-northd and ovn-controller (chassis $NODE_NAME)"
   start_chassis
+  if ((nodes >= 2)); then
+    log "starting the second node's Open vSwitch and ovn-controller (chassis $NODE2_NAME, netns $NODE2_NS, geneve over br-phy)"
+    start_node2
+  fi
 
   wait_for etcd 30 curl -sf "http://127.0.0.1:$EP/health"
   log "starting kube-apiserver"
@@ -402,6 +474,7 @@ up() {
     hdr=(-H "X-Auth-Token: $(keystone_token "$KSP" admin secret admin)")
   fi
   wait_for ovn-controller 30 chassis_registered
+  ((nodes >= 2)) && wait_for ovn-controller-2 30 chassis_registered "$NODE2_NAME"
   log "creating the operator's external network 'public' ($EXT_CIDR, flat on br-ex)"
   local net
   net=$(curl -sf "${hdr[@]}" -H 'Content-Type: application/json' -X POST "$NEUTRON_URL/v2.0/networks" \
@@ -439,7 +512,11 @@ export STACK_OUTSIDE_NETNS=$OUTSIDE_NS
 export STACK_EXTERNAL_GATEWAY=$EXT_GW
 export STACK_NETNS_FILE=$STACK_DIR/netns
 export STACK_CNI=$cni
+export STACK_NODES=$nodes
 ENV
+  if ((nodes >= 2)); then
+    printf 'export STACK_NODE2_NAME=%s\nexport STACK_NODE2_NETNS=%s\nexport STACK_OVS2_DB=%s\n' "$NODE2_NAME" "$NODE2_NS" "$OVS2_DB" >>"$STACK_DIR/env"
+  fi
   if [[ $auth == keystone ]]; then
     echo "export KEYSTONE_URL=http://127.0.0.1:$KSP/v3" >>"$STACK_DIR/env"
   fi
@@ -461,6 +538,10 @@ ENV
   (cd "$REPO" && go build -o "$STACK_DIR/bin/node-standin" ./hack/node-standin)
   start node-standin env STACK_NETNS_FILE="$STACK_DIR/netns" "${standin[@]}"
   wait_for node-standin 30 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE_NAME"
+  if ((nodes >= 2)); then
+    log "starting raven-node and the node stand-in of the second node ($NODE2_NAME)"
+    start_node2_side
+  fi
   log "stack is up in $((SECONDS - t0)) s; use it with: . $STACK_DIR/env"
 }
 
@@ -484,7 +565,7 @@ current-context: local
 KC
 }
 
-# start_mariadb PORT: Neutron's database. ML2/OVN's four writing processes (api, rpc, maintenance, periodic
+# start_mariadb PORT: Neutron's and Octavia's databases. ML2/OVN's four writing processes (api, rpc, maintenance, periodic
 # workers) on one sqlite file made port creates take seconds under load and, worse, left ports whose OVN
 # post-commit had failed on a sqlite foreign-key error: rows without a Logical_Switch_Port, on which every later
 # update answered 500. Its data lives on tmpfs, with durability switched off: the stack is throwaway.
@@ -503,7 +584,7 @@ start_mariadb() {
     --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --sync-binlog=0 --innodb-buffer-pool-size=128M \
     --max-connections=500 --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
   wait_for mariadb 60 mariadb --socket="$run/mysqld.sock" -uroot -e 'select 1'
-  mariadb --socket="$run/mysqld.sock" -uroot -e 'create database neutron character set utf8mb4'
+  mariadb --socket="$run/mysqld.sock" -uroot -e 'create database neutron character set utf8mb4; create database octavia character set utf8mb4'
 }
 
 start_neutron() { # port auth keystone-port nb-port sb-port db-port
@@ -577,11 +658,13 @@ CONF
   start neutron-server "$PY" "$REPO/hack/openstack/neutron_server.py" --config-file "$STACK_DIR/neutron/neutron.conf"
 }
 
-start_octavia() { # port auth keystone-port
-  local port=$1 auth=$2 ksp=$3 d=$STACK_DIR/octavia
+start_octavia() { # port auth keystone-port db-port
+  local port=$1 auth=$2 ksp=$3 dbp=$4 d=$STACK_DIR/octavia
   mkdir -p "$d/lock"
   openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/certs/ca.key" -out "$d/certs/ca.pem" -days 3650 -subj /CN=raven-stack 2>/dev/null
-  cp "$(cached_schema octavia octavia_schema.py)" "$STACK_DIR/state/octavia.sqlite"
+  local db="mysql+pymysql://root@127.0.0.1:$dbp/octavia?charset=utf8mb4"
+  "$PY" -W ignore "$REPO/hack/openstack/octavia_schema.py" "$db" >>"$STACK_DIR/logs/octavia.log" 2>&1 ||
+    { tail -20 "$STACK_DIR/logs/octavia.log" >&2; die "creating Octavia's schema failed"; }
   cat >"$d/octavia.conf" <<CONF
 [DEFAULT]
 transport_url = fake://
@@ -595,7 +678,7 @@ api_base_uri = http://127.0.0.1:$port
 enabled_provider_drivers = amphora:Amphora provider (noop drivers)
 default_provider_driver = amphora
 [database]
-connection = sqlite:///$STACK_DIR/state/octavia.sqlite?timeout=30
+connection = $db
 [controller_worker]
 network_driver = network_noop_driver
 compute_driver = compute_noop_driver
@@ -757,7 +840,7 @@ down_quiet() {
     [[ -f $f ]] || continue
     name=$(basename "$f" .pid)
     all+=("$name")
-    [[ $name == ovsdb-server || $name == ovs-vswitchd ]] || rest+=("$name")
+    [[ $name == ovsdb-server || $name == ovs-vswitchd || $name == ovsdb-server-2 || $name == ovs-vswitchd-2 ]] || rest+=("$name")
   done
   # Everything but the Open vSwitch database and switch first (ovn-controller would re-create br-int), then the
   # datapath: namespaces, bridges, taps; then the switch and its database.

@@ -1,4 +1,4 @@
-"""Creates Octavia's schema in a sqlite file from the models and seeds its lookup tables."""
+"""Creates Octavia's schema in a database (sqlite or MariaDB) from the models and seeds its lookup tables."""
 import sys
 
 import sqlalchemy as sa
@@ -41,5 +41,6 @@ with orm.Session(engine) as s:
     s.add(m.AvailabilityZone(availability_zone_profile_id=c.NIL_UUID, name=c.NIL_UUID, enabled=False,
                              description='Placeholder for DELETED LBs with DELETED availability zones'))
     s.commit()
-with engine.connect() as conn:
-    conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+if engine.dialect.name == "sqlite":
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA journal_mode=WAL")
