@@ -673,6 +673,10 @@ func TestBenchmark(t *testing.T) {
 	r = startRaven(t, benchRaven(ravenOpts{config: warmCfg}))
 	warmNS := benchNamespace(t, "bench-warm")
 	benchSubnet(t, warmNS, b.namespace())
+	// Pools fill only where pods are being created (a namespace without pods holds no idle ports): one pod
+	// first, then the pool fills to minFree.
+	createConcurrently(t, map[string][]string{warmNS: {"warm-primer"}})
+	w.wait(t, []string{warmNS + "/warm-primer"}, w.seen, b.ports(1, 0))
 	eventually(t, b.ports(*benchWarm, 0), "the warm pool to fill", func() (bool, error) {
 		ports, err := env.os.Networking.ListPorts(ctx, openstack.Filter{Tags: ownership.Owner{Cluster: env.cluster, Kind: ownership.KindPool, Name: warmNS}.Tags()})
 		return len(ports) >= *benchWarm, err
