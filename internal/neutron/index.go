@@ -383,10 +383,15 @@ func (x *Index) putLocked(cluster string, p openstack.Port) {
 func (x *Index) DropPort(id string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.forgetLocked(id)
+	delete(x.written, id)
+}
+
+// forgetLocked drops the port and any claim on it, and marks it changed by Raven (see touch).
+func (x *Index) forgetLocked(id string) {
 	x.dropLocked(id)
 	delete(x.claims, id)
 	x.touch(id)
-	delete(x.written, id)
 }
 
 func (x *Index) dropLocked(id string) {
@@ -481,9 +486,7 @@ func (x *Index) Unclaim(portID string) {
 func (x *Index) Forget(portID string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.dropLocked(portID)
-	delete(x.claims, portID)
-	x.touch(portID)
+	x.forgetLocked(portID)
 }
 
 // PutClaimed records a claimed port as Neutron returned it after the claim (device_id set, tags still
