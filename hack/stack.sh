@@ -246,6 +246,17 @@ chassis_registered() { # [name]
   [[ -n $(ovn-sbctl --db="$OVN_SB" --timeout=5 --bare --columns=name find Chassis name="${1:-$NODE_NAME}") ]]
 }
 
+# publish_gateway_chassis: Neutron 21's gateway scheduler reads a chassis' bridge mappings and CMS options from
+# the southbound Chassis' external_ids, where OVN 23.03's ovn-controller no longer writes them (it writes
+# other_config only). Finding no eligible chassis, Neutron then schedules a router's gateway on every chassis,
+# the second node (which has no bridge to the external network) included; whenever that node holds the gateway,
+# SNAT and floating IPs stop working. The first node's options are copied where Neutron reads them; Neutron
+# reschedules gateways as soon as it sees the change. ovn-controller leaves these keys alone across restarts.
+publish_gateway_chassis() {
+  ovn-sbctl --db="$OVN_SB" --timeout=10 set Chassis "$NODE_NAME" \
+    external_ids:ovn-bridge-mappings=public:br-ex external_ids:ovn-cms-options=enable-chassis-as-gw
+}
+
 # start_node2: the second chassis (see NODE2_NAME). The tunnel address sits on each side's br-phy, never on the
 # veth itself (the userspace datapath cannot route tunnels out of a plain port).
 start_node2() {
@@ -475,6 +486,7 @@ up() {
   fi
   wait_for ovn-controller 30 chassis_registered
   ((nodes >= 2)) && wait_for ovn-controller-2 30 chassis_registered "$NODE2_NAME"
+  publish_gateway_chassis
   log "creating the operator's external network 'public' ($EXT_CIDR, flat on br-ex)"
   local net
   net=$(curl -sf "${hdr[@]}" -H 'Content-Type: application/json' -X POST "$NEUTRON_URL/v2.0/networks" \

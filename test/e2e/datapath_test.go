@@ -267,6 +267,7 @@ func TestPodsTalk(t *testing.T) {
 	for _, proto := range []string{"tcp", "udp"} {
 		got, err := retryExchange(from, proto, net.JoinHostPort(gw, "8080"))
 		if err != nil {
+			dumpOutsidePath(t)
 			t.Fatalf("%s a1 → outside: %v", proto, err)
 		}
 		if !strings.HasPrefix(got, "outside ") || strings.TrimPrefix(got, "outside ") == inA["a1"].FixedIPs[0].IPAddress {
@@ -400,4 +401,32 @@ func onlyLivePodsOnTheNode(t *testing.T, nsName string, live map[string]*annotat
 		}
 		return true, nil
 	}
+}
+
+// dumpOutsidePath logs what decides whether a pod reaches the outside: the routers' NAT entries and gateway
+// chassis in OVN, the outside namespace's neighbours and counters, and the node's connection tracking towards
+// the external subnet. Called when an exchange with the outside fails.
+func dumpOutsidePath(t testing.TB) {
+	t.Helper()
+	nb, sb := "--db="+env.vars["STACK_OVN_NB_TCP"], "--db="+env.vars["STACK_OVN_SB_TCP"]
+	outside := env.vars["STACK_OUTSIDE_NETNS"]
+	run := func(name string, args ...string) {
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), "OVS_RUNDIR="+env.vars["OVS_RUNDIR"], "OVN_RUNDIR="+env.vars["OVN_RUNDIR"])
+		out, err := cmd.CombinedOutput()
+		t.Logf("==== %s %s (err %v)\n%s", name, strings.Join(args, " "), err, out)
+	}
+	routers, _ := exec.Command("ovn-nbctl", nb, "--timeout=10", "--bare", "--columns=name", "list", "Logical_Router").Output()
+	for _, r := range strings.Fields(string(routers)) {
+		run("ovn-nbctl", nb, "--timeout=10", "lr-nat-list", r)
+		run("ovn-nbctl", nb, "--timeout=10", "lr-route-list", r)
+	}
+	run("ovn-nbctl", nb, "--timeout=10", "--columns=name,networks,gateway_chassis,ha_chassis_group,options", "list", "Logical_Router_Port")
+	run("ovn-sbctl", sb, "--timeout=10", "--columns=logical_port,chassis,up", "find", "Port_Binding", "type=chassisredirect")
+	run("ovn-sbctl", sb, "--timeout=10", "--columns=logical_port,ip,mac", "list", "MAC_Binding")
+	run("ovn-sbctl", sb, "--timeout=10", "--columns=name,encaps,other_config", "list", "Chassis")
+	run("ip", "-n", outside, "neigh")
+	run("ip", "-n", outside, "-s", "link", "show", "eth0")
+	run("ovs-ofctl", "dump-ports", "br-ex")
+	run("ovs-appctl", "dpctl/dump-conntrack")
 }
