@@ -42,18 +42,20 @@ var (
 
 const benchLabel = "raven-bench"
 
-// annotationWatch records, for every benchmark pod, when it was first seen with its port annotation.
+// annotationWatch records, for every benchmark pod, when it was first seen with its port annotation, and
+// when it was first seen Ready (on a stack with the node side: its network set up by the CNI).
 type annotationWatch struct {
 	mu    sync.Mutex
 	added map[string]time.Time
 	seen  map[string]time.Time
+	ready map[string]time.Time
 	stop  func()
 }
 
 func watchAnnotations(t testing.TB) *annotationWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &annotationWatch{added: map[string]time.Time{}, seen: map[string]time.Time{}, stop: cancel}
+	w := &annotationWatch{added: map[string]time.Time{}, seen: map[string]time.Time{}, ready: map[string]time.Time{}, stop: cancel}
 	// An informer, not a bare watch: it re-establishes the watch when the apiserver closes it under load.
 	factory := informers.NewSharedInformerFactoryWithOptions(env.kube, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = benchLabel }))
@@ -71,6 +73,9 @@ func watchAnnotations(t testing.TB) *annotationWatch {
 		}
 		if _, ok := w.seen[key]; !ok && p.Annotations[annotations.PodPort] != "" {
 			w.seen[key] = now
+		}
+		if _, ok := w.ready[key]; !ok && podReady(p) {
+			w.ready[key] = now
 		}
 	}
 	inf := factory.Core().V1().Pods().Informer()
@@ -109,8 +114,13 @@ func (w *annotationWatch) wait(t testing.TB, keys []string, m map[string]time.Ti
 // latencies returns, for each pod key, the milliseconds from its create to its annotation being seen, and
 // when the last of them was seen.
 func (w *annotationWatch) latencies(keys []string, starts map[string]time.Time) (ms []float64, last time.Time) {
+	return w.latenciesOf(w.seen, keys, starts)
+}
+
+// latenciesOf is latencies for the moments in m (seen or ready).
+func (w *annotationWatch) latenciesOf(m map[string]time.Time, keys []string, starts map[string]time.Time) (ms []float64, last time.Time) {
 	for _, k := range keys {
-		at, _ := w.at(k, w.seen)
+		at, _ := w.at(k, m)
 		ms = append(ms, msSince(starts[k], at))
 		if at.After(last) {
 			last = at
@@ -834,7 +844,12 @@ func waitOctaviaMembers(t testing.TB, uid types.UID, n int) {
 
 func writeResults(t testing.TB, res map[string]any, series map[string][]float64) {
 	t.Helper()
-	dir := filepath.Join(env.repo, *benchOut)
+	writeResultsTo(t, filepath.Join(env.repo, *benchOut), res, series)
+}
+
+// writeResultsTo writes latest.json and latest.md into dir, and latency.png when there are series to plot.
+func writeResultsTo(t testing.TB, dir string, res map[string]any, series map[string][]float64) {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -855,8 +870,10 @@ func writeResults(t testing.TB, res map[string]any, series map[string][]float64)
 	if err := os.WriteFile(filepath.Join(dir, "latest.md"), []byte(md.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := plotCDF(filepath.Join(dir, "latency.png"), series); err != nil {
-		t.Fatal(err)
+	if len(series) > 0 {
+		if err := plotCDF(filepath.Join(dir, "latency.png"), series); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Logf("results in %s:\n%s", dir, md.String())
 }

@@ -72,14 +72,18 @@ func waitPodReady(t testing.TB, ns, name string, timeout time.Duration) *corev1.
 			return false, err
 		}
 		pod = p
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
+		return podReady(p), nil
 	})
 	return pod
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // podNetns is the network namespace the stand-in made for a pod.
