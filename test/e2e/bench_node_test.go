@@ -205,7 +205,6 @@ func nodeFloor(t *testing.T, seq, n int) (createMs, plugMs []float64) {
 		t.Fatal(err)
 	}
 	vs := &ovs.VSCtl{DB: env.vars["STACK_OVS_DB"], Bridge: "br-int"}
-	node := env.vars["STACK_NODE_NAME"]
 	var all []*handPlugged
 	defer func() {
 		for _, h := range all {
@@ -214,7 +213,6 @@ func nodeFloor(t *testing.T, seq, n int) (createMs, plugMs []float64) {
 	}()
 	create := func(i int) *handPlugged {
 		spec := floorSpec(network.ID, subnet.ID, i)
-		spec.HostID = node
 		start := time.Now()
 		port, err := env.os.Networking.CreatePort(ctx, spec)
 		if err != nil {
@@ -323,7 +321,7 @@ func TestBenchmarkNode(t *testing.T) {
 func nodePhase(t *testing.T, w *annotationWatch, b budget, perPod time.Duration, put func(string, float64), label string, o ravenOpts, warm bool) stats {
 	ctx := context.Background()
 	startRaven(t, o)
-	ns := benchNamespace(t, "bench-node-"+label)
+	ns := benchNamespace(t, "bench-node-"+strings.ReplaceAll(label, "_", "-"))
 	benchSubnet(t, ns, b.namespace())
 	// The prober: a pod of the namespace, Ready before the burst.
 	prober := servingPod("prober")

@@ -958,11 +958,12 @@ func groupCPU(t testing.TB, pidFile string) float64 {
 	return total
 }
 
-// floorSpec is a port request shaped like Raven's (the tags name a cluster no Raven runs for).
+// floorSpec is a port request shaped like Raven's for a pod (the tags name a cluster no Raven runs for): bound
+// to the node, as Raven binds a pod's port to the pod's node (ML2/OVN does the binding work in the create).
 func floorSpec(network, subnet string, i int) openstack.PortSpec {
 	o := ownership.Owner{Cluster: "bench-floor", Kind: ownership.KindPod, UID: fmt.Sprintf("00000000-0000-0000-0000-%012d", i), Name: "bench/floor"}
 	return openstack.PortSpec{NetworkID: network, SubnetID: subnet, Name: fmt.Sprintf("floor-%d", i), DeviceOwner: "raven:pod",
-		DeviceID: o.UID, Description: "pod bench/floor", Tags: o.Tags()}
+		DeviceID: o.UID, Description: "pod bench/floor", Tags: o.Tags(), HostID: env.vars["STACK_NODE_NAME"]}
 }
 
 // waitRavenQuiet waits until Raven is idle: no pool being refilled and no Neutron write for 3 s (refills,
