@@ -54,7 +54,8 @@ func measureNode(t testing.TB) nodeUsage {
 	return u
 }
 
-// groupUsage is groupCPU with the group's resident memory, in MiB.
+// groupUsage is the CPU time, in seconds, and the resident memory, in MiB, of the process group whose leader's
+// PID is in pidFile.
 func groupUsage(t testing.TB, pidFile string) (cpu, rssMiB float64) {
 	t.Helper()
 	raw, err := os.ReadFile(pidFile)

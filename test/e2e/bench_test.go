@@ -936,26 +936,8 @@ func churn(t *testing.T, w *annotationWatch, b budget, n int, recycle bool) chur
 // API process and its RPC workers).
 func groupCPU(t testing.TB, pidFile string) float64 {
 	t.Helper()
-	raw, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pgid := strings.TrimSpace(string(raw))
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var total float64
-	for _, d := range dirs {
-		b, err := os.ReadFile(d)
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b)[strings.LastIndex(string(b), ")")+2:])
-		if len(f) > 12 && f[2] == pgid {
-			ut, _ := strconv.ParseFloat(f[11], 64)
-			st, _ := strconv.ParseFloat(f[12], 64)
-			total += (ut + st) / 100
-		}
-	}
-	return total
+	cpu, _ := groupUsage(t, pidFile)
+	return cpu
 }
 
 // floorSpec is a port request shaped like Raven's for a pod (the tags name a cluster no Raven runs for): bound
