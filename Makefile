@@ -40,19 +40,22 @@ test-e2e: ## E2e tests on the real stack (Kubernetes, Neutron, Octavia on 127.0.
 	@mkdir -p $(BIN)
 	$(GO) test -tags e2e -count=1 -timeout 50m -v ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\[stack|\[build|\[install' ; exit $${PIPESTATUS[0]}
 
+# bench_run runs one benchmark test ($(1)), its whole output in $(BIN)/$(2).log.
+bench_run = $(GO) test -tags e2e,bench -count=1 -timeout $(BENCH_TIMEOUT) -v -run '^$(1)$$' ./test/e2e/ $(BENCH_ARGS) 2>&1 | tee $(BIN)/$(2).log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\| ' ; exit $${PIPESTATUS[0]}
+
 .PHONY: bench
 # The benchmark measures the control plane: a stack it starts itself has no node side.
 bench: export STACK_CNI ?= 0
 bench: ## Benchmark on the real stack (control plane, STACK_CNI=0): its own floor, then Raven (bench/results/latest.{json,md}, latency.png).
 	@mkdir -p $(BIN) bench/results
-	$(GO) test -tags e2e,bench -count=1 -timeout $(BENCH_TIMEOUT) -v -run '^TestBenchmark$$' ./test/e2e/ $(BENCH_ARGS) 2>&1 | tee $(BIN)/bench.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\| ' ; exit $${PIPESTATUS[0]}
+	$(call bench_run,TestBenchmark,bench)
 
 .PHONY: bench-node
 # The node benchmark needs the node side: a stack it starts itself has it.
 bench-node: export STACK_CNI ?= 1
-bench-node: ## Node benchmark (STACK_CNI=1): create → Ready with pools off and warm, beside Neutron's and the plug's floors; CPU and RSS per node component (bench/results/node/).
+bench-node: ## Node benchmark (STACK_CNI=1): created → answered with pools off and warm, beside Neutron's and the plug's floors; CPU and RSS per node component (bench/results/node/).
 	@mkdir -p $(BIN) bench/results/node
-	$(GO) test -tags e2e,bench -count=1 -timeout $(BENCH_TIMEOUT) -v -run '^TestBenchmarkNode$$' ./test/e2e/ $(BENCH_ARGS) 2>&1 | tee $(BIN)/bench-node.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\| ' ; exit $${PIPESTATUS[0]}
+	$(call bench_run,TestBenchmarkNode,bench-node)
 
 .PHONY: chaos
 chaos: ## The long fault-injection suite (the bounded version runs in make test), plus 30 s of each fuzzer.

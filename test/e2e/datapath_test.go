@@ -184,11 +184,7 @@ func outsideServer(t testing.TB, port int) {
 // ovsPorts lists the ports on br-int.
 func ovsPorts(t testing.TB) []string {
 	t.Helper()
-	out, err := exec.Command("ovs-vsctl", "--db="+env.vars["STACK_OVS_DB"], "--timeout=10", "list-ports", "br-int").CombinedOutput()
-	if err != nil {
-		t.Fatalf("ovs-vsctl list-ports: %v: %s", err, out)
-	}
-	return strings.Fields(string(out))
+	return ovsPortsOf(t, env.vars["STACK_OVS_DB"])
 }
 
 func tapOf(portID string) string { return "tap" + portID[:11] }

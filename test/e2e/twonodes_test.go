@@ -75,7 +75,6 @@ func needTwoNodes(t testing.TB) {
 	}
 }
 
-// ovsPortsOf lists the ports on br-int of the Open vSwitch behind db.
 // gatewayChassis lists the chassis that OVN may make active for a router's gateway port, all routers together.
 func gatewayChassis(t testing.TB) []string {
 	t.Helper()
@@ -87,6 +86,7 @@ func gatewayChassis(t testing.TB) []string {
 	return strings.Fields(string(out))
 }
 
+// ovsPortsOf lists the ports on br-int of the Open vSwitch behind db.
 func ovsPortsOf(t testing.TB, db string) []string {
 	t.Helper()
 	out, err := exec.Command("ovs-vsctl", "--db="+db, "--timeout=10", "list-ports", "br-int").CombinedOutput()
