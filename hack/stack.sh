@@ -3,7 +3,9 @@
 #   etcd + kube-apiserver + kube-controller-manager (built from the Go module proxy, cached),
 #   Open vSwitch (userspace datapath) + OVN with this machine as the one chassis, an "outside" network namespace
 #   on br-ex that stands in for the world beyond the cloud,
-#   Neutron (ML2/OVN, router, security groups, tags) and Octavia (amphora provider, noop drivers) from Debian,
+#   Neutron (ML2/OVN, router, security groups, tags) and Octavia from Debian: its OVN provider (real load balancing
+#   in OVN, with the driver agent) on the stack that holds the root namespace's datapath, else the amphora provider
+#   with noop drivers (STACK_LB_PROVIDER=ovn|amphora chooses),
 #   Keystone when STACK_KEYSTONE=1, and the node stand-in that plays the kubelet's part
 #   (with raven-node and the raven-cni plugin unless STACK_CNI=0).
 #
@@ -431,13 +433,14 @@ up() {
     --initial-cluster="raven=http://127.0.0.1:$PP" --unsafe-no-fsync --log-level=warn --listen-metrics-urls=""
   start_ovsdbs "$NBP" "$SBP"
 
-  log "starting MariaDB, Neutron (ML2/OVN) and Octavia"
   local auth=noauth
   [[ ${STACK_KEYSTONE:-0} == 1 ]] && auth=keystone
+  choose_lb_provider "$auth"
+  log "starting MariaDB, Neutron (ML2/OVN) and Octavia ($LB_PROVIDER provider)"
   [[ $auth == keystone ]] && start_keystone "$KSP"
   start_mariadb "$DBP"
   start_neutron "$NP" "$auth" "$KSP" "$NBP" "$SBP" "$DBP"
-  start_octavia "$OP" "$auth" "$KSP" "$DBP"
+  start_octavia "$OP" "$auth" "$KSP" "$DBP" "$NP" "$NBP" "$SBP"
 
   log "starting Open vSwitch, ovn-northd and ovn-controller (chassis $NODE_NAME)"
   start_chassis
@@ -524,6 +527,7 @@ export STACK_OUTSIDE_NETNS=$OUTSIDE_NS
 export STACK_EXTERNAL_GATEWAY=$EXT_GW
 export STACK_NETNS_FILE=$STACK_DIR/netns
 export STACK_CNI=$cni
+export STACK_LB_PROVIDER=$LB_PROVIDER
 export STACK_NODES=$nodes
 ENV
   if ((nodes >= 2)); then
@@ -670,8 +674,31 @@ CONF
   start neutron-server "$PY" "$REPO/hack/openstack/neutron_server.py" --config-file "$STACK_DIR/neutron/neutron.conf"
 }
 
-start_octavia() { # port auth keystone-port db-port
-  local port=$1 auth=$2 ksp=$3 dbp=$4 d=$STACK_DIR/octavia
+# choose_lb_provider AUTH: sets LB_PROVIDER. The OVN provider's driver library finds the driver agent only at the
+# fixed paths /run/octavia/{status,stats,get}.sock (it ignores [driver_agent]), so one stack per machine can run
+# it: the one with the root namespace's datapath. Its neutron client authenticates with a fixed token, which only
+# a Neutron without Keystone accepts.
+choose_lb_provider() {
+  LB_PROVIDER=${STACK_LB_PROVIDER:-}
+  if [[ -z $LB_PROVIDER ]]; then
+    LB_PROVIDER=amphora
+    [[ -z $CHASSIS_NS && $1 == noauth ]] && LB_PROVIDER=ovn
+  fi
+  case $LB_PROVIDER in
+    amphora) ;;
+    ovn)
+      [[ -z $CHASSIS_NS ]] || die "STACK_LB_PROVIDER=ovn needs the root namespace's datapath, which another stack holds"
+      [[ $1 == noauth ]] || die "STACK_LB_PROVIDER=ovn runs without Keystone only (STACK_KEYSTONE=0)"
+      ;;
+    *) die "STACK_LB_PROVIDER=$LB_PROVIDER: use ovn or amphora" ;;
+  esac
+}
+
+# The driver agent's sockets, where the OVN provider looks for them.
+OCTAVIA_RUN=/run/octavia
+
+start_octavia() { # port auth keystone-port db-port neutron-port nb-port sb-port
+  local port=$1 auth=$2 ksp=$3 dbp=$4 np=$5 nbp=$6 sbp=$7 d=$STACK_DIR/octavia
   mkdir -p "$d/lock"
   openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/certs/ca.key" -out "$d/certs/ca.pem" -days 3650 -subj /CN=raven-stack 2>/dev/null
   local db="mysql+pymysql://root@127.0.0.1:$dbp/octavia?charset=utf8mb4"
@@ -687,12 +714,10 @@ bind_host = 127.0.0.1
 bind_port = $port
 auth_strategy = $auth
 api_base_uri = http://127.0.0.1:$port
-enabled_provider_drivers = amphora:Amphora provider (noop drivers)
-default_provider_driver = amphora
+$(octavia_provider_conf "$port" "$np" "$nbp" "$sbp")
 [database]
 connection = $db
 [controller_worker]
-network_driver = network_noop_driver
 compute_driver = compute_noop_driver
 amphora_driver = amphora_noop_driver
 volume_driver = volume_noop_driver
@@ -729,7 +754,47 @@ default_pool_quota = -1
 default_health_monitor_quota = -1
 CONF
   [[ $auth == keystone ]] && keystone_authtoken octavia "$ksp" >>"$d/octavia.conf"
+  if [[ $LB_PROVIDER == ovn ]]; then
+    # The API's provider waits for the driver agent's sockets: the agent first. Stale sockets of a stack that
+    # died would be answered by nobody.
+    mkdir -p "$OCTAVIA_RUN" && rm -f "$OCTAVIA_RUN"/{status,stats,get}.sock
+    echo "$OCTAVIA_RUN" >"$STACK_DIR/octavia-run"
+    start octavia-driver-agent /usr/bin/octavia-driver-agent --config-file "$d/octavia.conf"
+  fi
   start octavia "$PY" "$REPO/hack/openstack/octavia_allinone.py" --config-file "$d/octavia.conf"
+}
+
+# octavia_provider_conf PORT NEUTRON-PORT NB-PORT SB-PORT: the provider part of octavia.conf. The OVN provider
+# needs the real network driver (the API checks the VIP subnet in Neutron, the provider creates the VIP port),
+# a Neutron client (a fixed token: Neutron runs without Keystone), OVN's databases and the driver agent.
+octavia_provider_conf() {
+  if [[ $LB_PROVIDER == amphora ]]; then
+    printf '%s\n' 'enabled_provider_drivers = amphora:Amphora provider (noop drivers)' 'default_provider_driver = amphora' \
+      '[controller_worker]' 'network_driver = network_noop_driver'
+    return
+  fi
+  cat <<CONF
+enabled_provider_drivers = ovn:OVN provider
+default_provider_driver = ovn
+[controller_worker]
+network_driver = allowed_address_pairs_driver
+[networking]
+allow_invisible_resource_usage = true
+[neutron]
+endpoint = http://127.0.0.1:$2
+[service_auth]
+auth_type = admin_token
+endpoint = http://127.0.0.1:$2
+token = raven-stack
+[ovn]
+ovn_nb_connection = tcp:127.0.0.1:$3
+ovn_sb_connection = tcp:127.0.0.1:$4
+[driver_agent]
+status_socket_path = $OCTAVIA_RUN/status.sock
+stats_socket_path = $OCTAVIA_RUN/stats.sock
+get_socket_path = $OCTAVIA_RUN/get.sock
+enabled_provider_agents = ovn
+CONF
 }
 
 keystone_authtoken() { # user port
@@ -816,6 +881,8 @@ neutron:
   # ML2/OVN lists no extension alias it does not know, but the tag_ports_during_bulk_creation extension
   # driver is configured here: tags go into port creates.
   tagPortsOnCreate: "true"
+octavia:
+  provider: $LB_PROVIDER
 metricsAddr: $RAVEN_METRICS
 healthAddr: $RAVEN_HEALTH
 resyncPeriod: 30s
@@ -867,6 +934,7 @@ down_quiet() {
     [[ -z $left ]] || log "WARNING: ports still listening:$left"
   fi
   [[ -f $STACK_DIR/shm ]] && rm -rf "$(cat "$STACK_DIR/shm")"
+  [[ -f $STACK_DIR/octavia-run ]] && rm -rf "$(cat "$STACK_DIR/octavia-run")"
   rm -rf "$STACK_DIR"
 }
 

@@ -22,6 +22,7 @@ type Options struct {
 
 	OpenStack OpenStack `json:"openstack"`
 	Neutron   Neutron   `json:"neutron"`
+	Octavia   Octavia   `json:"octavia"`
 
 	// Controllers switches the watchers on and off (seed 000: the watchers are chosen in the configuration).
 	Controllers Controllers `json:"controllers"`
@@ -79,6 +80,15 @@ type Neutron struct {
 	// the tag-ports-during-bulk-creation extension; "true" trusts the configuration of a Neutron that has the
 	// extension driver but does not list it (ML2/OVN hides aliases it does not know); "false" tags afterwards.
 	TagPortsOnCreate string `json:"tagPortsOnCreate,omitempty"`
+}
+
+// Octavia chooses how Services become load balancers.
+type Octavia struct {
+	// Provider is the Octavia provider driver of every load balancer: "ovn" (OVN load balancers: the VIP port
+	// is the provider's, pools balance by source IP and port, a load balancer is created with its listeners,
+	// pools and members in one request) or "amphora" (Raven makes the VIP port, round robin or source IP,
+	// built one listener and pool at a time). Changing it rebuilds every Service's load balancer.
+	Provider string `json:"provider"`
 }
 
 // Pools sizes the per-namespace port pools (Cilium-style watermarks).
@@ -152,6 +162,7 @@ func Default() Options {
 			PodSubnetPoolCIDR:     "10.244.0.0/16",
 			PodSubnetPrefixLength: 24,
 		},
+		Octavia:           Octavia{Provider: "amphora"},
 		Controllers:       Controllers{Namespaces: true, Pods: true, Services: true},
 		Pools:             Pools{Enabled: true, MinFree: 5, Batch: 10, Max: 50, IdleAfter: Duration{10 * time.Minute}},
 		Workers:           16,
@@ -280,6 +291,9 @@ func (o Options) Validate() error {
 		errs = append(errs, errors.New("openstack.cloudsFile and openstack.cloud (or $OS_CLIENT_CONFIG_FILE and $OS_CLOUD) must be set"))
 	}
 	errs = append(errs, o.neutronErrors()...)
+	if o.Octavia.Provider != "amphora" && o.Octavia.Provider != "ovn" {
+		errs = append(errs, fmt.Errorf("octavia.provider %q must be amphora or ovn", o.Octavia.Provider))
+	}
 	if o.Pools.Enabled && (o.Pools.MinFree < 0 || o.Pools.Batch < 1 || o.Pools.Max < o.Pools.MinFree) {
 		errs = append(errs, fmt.Errorf("pools: need 0 ≤ minFree ≤ max and batch ≥ 1 (got %+v)", o.Pools))
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/raven-net/raven/internal/controller/service"
 	"github.com/raven-net/raven/internal/metrics"
 	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/octavia"
 	"github.com/raven-net/raven/internal/openstack"
 )
 
@@ -163,7 +164,11 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 	}
 	if o.Controllers.Services {
 		svcRepairs := make(chan event.GenericEvent, 256)
-		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Gate: gate, Recorder: recorder}
+		prov, err := octavia.ProviderNamed(o.Octavia.Provider)
+		if err != nil {
+			return nil, err
+		}
+		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Provider: prov, Gate: gate, Recorder: recorder}
 		if err := r.SetupWithManager(mgr, min(o.Workers, 8), svcRepairs); err != nil {
 			return nil, err
 		}

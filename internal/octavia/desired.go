@@ -24,6 +24,10 @@ type Listener struct {
 // Key identifies a listener within a load balancer.
 func (l Listener) Key() string { return l.Protocol + ":" + strconv.Itoa(l.Port) }
 
+// PoolName names the listener's pool: unique within the load balancer (a fully populated create refuses two
+// pools of one name, and a TCP and a UDP port may share a number).
+func (l Listener) PoolName() string { return l.Name + "/" + strings.ToLower(l.Protocol) }
+
 // SupportedProtocol maps a Service port protocol to Octavia's; ok is false for what Octavia cannot serve.
 func SupportedProtocol(p corev1.Protocol) (string, bool) {
 	switch p {
@@ -38,14 +42,15 @@ func SupportedProtocol(p corev1.Protocol) (string, bool) {
 }
 
 // Desired returns the listeners a Service needs, and a problem description for each port that cannot be
-// served. subnetFor names the Neutron subnet of a member address ("" lets Octavia use the VIP subnet).
-func Desired(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSlice, subnetFor func(ip string) string) ([]Listener, []string) {
-	algorithm := "ROUND_ROBIN"
-	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
-		algorithm = "SOURCE_IP"
-	}
+// served (or served otherwise than asked). subnetFor names the Neutron subnet of a member address ("" lets
+// Octavia use the VIP subnet); prov says which algorithms the provider has.
+func Desired(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSlice, subnetFor func(ip string) string, prov Provider) ([]Listener, []string) {
+	algorithm, problem := prov.algorithm(svc)
 	var out []Listener
 	var problems []string
+	if problem != "" {
+		problems = append(problems, problem)
+	}
 	for _, sp := range svc.Spec.Ports {
 		proto, ok := SupportedProtocol(sp.Protocol)
 		if !ok {

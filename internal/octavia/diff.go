@@ -106,3 +106,16 @@ func sameMembers(cur []openstack.Member, want []openstack.MemberSpec) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// Graph is want as the listeners of a fully populated load balancer create, every object tagged with tags.
+func Graph(want []Listener, tags []string) []openstack.ListenerGraph {
+	out := make([]openstack.ListenerGraph, 0, len(want))
+	for _, w := range want {
+		out = append(out, openstack.ListenerGraph{
+			Listener: openstack.ListenerSpec{Name: w.Name, Protocol: w.Protocol, ProtocolPort: w.Port, Tags: tags},
+			Pool:     openstack.PoolSpec{Name: w.PoolName(), Protocol: w.Protocol, LBAlgorithm: w.Algorithm, Tags: tags},
+			Members:  w.Members,
+		})
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package octavia
 
 import (
+	"cmp"
 	"reflect"
 	"testing"
 
@@ -37,6 +38,7 @@ func subnet(string) string { return "sub" }
 func TestDesired(t *testing.T) {
 	cases := []struct {
 		name     string
+		provider string // amphora when empty
 		svc      *corev1.Service
 		slices   []discoveryv1.EndpointSlice
 		want     []Listener
@@ -73,10 +75,28 @@ func TestDesired(t *testing.T) {
 			slices: []discoveryv1.EndpointSlice{slice("", 80, ep("10.244.0.2", true)), slice("", 80, ep("10.244.0.2", true))},
 			want:   []Listener{{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "ROUND_ROBIN", Members: []openstack.MemberSpec{{Address: "10.244.0.2", ProtocolPort: 80, SubnetID: "sub"}}}},
 		},
+		{
+			name:     "the ovn provider balances with SOURCE_IP_PORT, the one algorithm it has",
+			provider: "ovn",
+			svc:      service("", corev1.ServicePort{Port: 80}),
+			slices:   []discoveryv1.EndpointSlice{slice("", 80, ep("10.244.0.2", true))},
+			want:     []Listener{{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", Members: []openstack.MemberSpec{{Address: "10.244.0.2", ProtocolPort: 80, SubnetID: "sub"}}}},
+		},
+		{
+			name:     "ClientIP affinity on the ovn provider is reported and balanced with SOURCE_IP_PORT",
+			provider: "ovn",
+			svc:      service(corev1.ServiceAffinityClientIP, corev1.ServicePort{Port: 80}),
+			want:     []Listener{{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT"}},
+			problems: 1,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, problems := Desired(tc.svc, tc.slices, subnet)
+			prov, err := ProviderNamed(cmp.Or(tc.provider, "amphora"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, problems := Desired(tc.svc, tc.slices, subnet, prov)
 			if !reflect.DeepEqual(got, tc.want) || len(problems) != tc.problems {
 				t.Fatalf("Desired = %+v, %v\nwant %+v with %d problems", got, problems, tc.want, tc.problems)
 			}

@@ -43,11 +43,34 @@ func (o *octavia) CreateLoadBalancer(ctx context.Context, s LoadBalancerSpec) (*
 	var r struct {
 		LB *LoadBalancer `json:"loadbalancer"`
 	}
-	err := loadbalancers.Create(ctx, o.c, loadbalancers.CreateOpts{
+	opts := loadbalancers.CreateOpts{
 		Name: s.Name, Description: s.Description, VipPortID: s.VipPortID, VipSubnetID: s.VipSubnetID,
-		VipAddress: s.VipAddress, Tags: s.Tags,
-	}).ExtractInto(&r)
+		VipAddress: s.VipAddress, Provider: s.Provider, Tags: s.Tags,
+	}
+	for _, g := range s.Listeners {
+		pool := poolCreateOpts(g.Pool)
+		for _, m := range g.Members {
+			pool.Members = append(pool.Members, pools.CreateMemberOpts{Name: m.Name, Address: m.Address,
+				ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID})
+		}
+		opts.Listeners = append(opts.Listeners, listeners.CreateOpts{Name: g.Listener.Name,
+			Protocol: listeners.Protocol(g.Listener.Protocol), ProtocolPort: g.Listener.ProtocolPort, Tags: g.Listener.Tags,
+			DefaultPool: &pool})
+	}
+	err := loadbalancers.Create(ctx, o.c, opts).ExtractInto(&r)
 	return r.LB, wrap("octavia loadbalancer create", err)
+}
+
+// poolCreateOpts is a pool create request; ListenerID is left out when empty (a pool created with its listener).
+func poolCreateOpts(s PoolSpec) pools.CreateOpts {
+	opts := pools.CreateOpts{
+		ListenerID: s.ListenerID, Name: s.Name, Protocol: pools.Protocol(s.Protocol),
+		LBMethod: pools.LBMethod(s.LBAlgorithm), Tags: s.Tags,
+	}
+	if s.SourceIP {
+		opts.Persistence = &pools.SessionPersistence{Type: "SOURCE_IP"}
+	}
+	return opts
 }
 
 func (o *octavia) DeleteLoadBalancer(ctx context.Context, id string) error {
@@ -86,17 +109,10 @@ func (o *octavia) ListPools(ctx context.Context, lbID string) ([]Pool, error) {
 }
 
 func (o *octavia) CreatePool(ctx context.Context, s PoolSpec) (*Pool, error) {
-	opts := pools.CreateOpts{
-		ListenerID: s.ListenerID, Name: s.Name, Protocol: pools.Protocol(s.Protocol),
-		LBMethod: pools.LBMethod(s.LBAlgorithm), Tags: s.Tags,
-	}
-	if s.SourceIP {
-		opts.Persistence = &pools.SessionPersistence{Type: "SOURCE_IP"}
-	}
 	var r struct {
 		P *Pool `json:"pool"`
 	}
-	if err := pools.Create(ctx, o.c, opts).ExtractInto(&r); err != nil {
+	if err := pools.Create(ctx, o.c, poolCreateOpts(s)).ExtractInto(&r); err != nil {
 		return nil, wrap("octavia pool create", err)
 	}
 	r.P.ListenerID = s.ListenerID

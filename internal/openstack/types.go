@@ -212,11 +212,24 @@ type LoadBalancer struct {
 	UpdatedAt          Time     `json:"updated_at"`
 }
 
-// LoadBalancerSpec describes a load balancer whose VIP port the caller owns.
+// LoadBalancerSpec describes a load balancer: on a VIP port the caller owns (VipPortID), or on an address of
+// a subnet, for a provider that makes the VIP port itself (VipSubnetID and VipAddress). Provider empty is
+// Octavia's default provider. Listeners, when given, are created with the load balancer in one request
+// (Octavia's fully populated create), each with its pool and members.
 type LoadBalancerSpec struct {
 	Name, Description                  string
 	VipPortID, VipSubnetID, VipAddress string
+	Provider                           string
+	Listeners                          []ListenerGraph
 	Tags                               []string
+}
+
+// ListenerGraph is a listener created with its load balancer, with its default pool and the pool's members.
+// The IDs that link them (LoadBalancerID, ListenerID) are left empty: Octavia makes them.
+type ListenerGraph struct {
+	Listener ListenerSpec
+	Pool     PoolSpec
+	Members  []MemberSpec
 }
 
 // Listener is an Octavia listener.

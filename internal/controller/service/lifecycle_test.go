@@ -24,6 +24,7 @@ import (
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/controller"
 	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/octavia"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/openstack/fake"
 	"github.com/raven-net/raven/internal/ownership"
@@ -64,8 +65,17 @@ func newWorld(t *testing.T, objs ...client.Object) *world {
 	gate := controller.NewGate()
 	gate.Open()
 	rec := events.NewFakeRecorder(100)
-	return &world{r: &Reconciler{Client: c, Neutron: m, LB: o, Gate: gate, Recorder: rec}, n: n, o: o, m: m, c: c, rec: rec,
+	return &world{r: &Reconciler{Client: c, Neutron: m, LB: o, Provider: provider(t, "amphora"), Gate: gate, Recorder: rec}, n: n, o: o, m: m, c: c, rec: rec,
 		podSubnet: nn.Subnet.ID}
+}
+
+func provider(t *testing.T, name string) octavia.Provider {
+	t.Helper()
+	p, err := octavia.ProviderNamed(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // svcPort is a Service port with a named target port of the same name in the EndpointSlice.
@@ -239,6 +249,8 @@ func TestServiceConverges(t *testing.T) {
 		// change runs after a first convergence; the world then converges again.
 		change func(t *testing.T, w *world)
 		want   func(w *world) map[string][]string
+		// amphora: the case needs what only the amphora provider has (a second algorithm).
+		amphora bool
 	}{
 		{
 			name: "a Service with three ports and two ready endpoints gets one listener, pool and two members per port",
@@ -295,8 +307,8 @@ func TestServiceConverges(t *testing.T) {
 			},
 		},
 		{
-			name: "ClientIP affinity rebuilds the pools with SOURCE_IP",
-			svc:  service(nil, http), eps: endpoints([]svcPort{http}, []string{"10.244.0.5"}),
+			name: "ClientIP affinity rebuilds the pools with SOURCE_IP", amphora: true,
+			svc: service(nil, http), eps: endpoints([]svcPort{http}, []string{"10.244.0.5"}),
 			change: func(t *testing.T, w *world) {
 				update(t, w, service(func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }, http))
 			},
@@ -308,32 +320,38 @@ func TestServiceConverges(t *testing.T) {
 			},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t, tc.svc, tc.eps)
-			w.o.PendingReads = tc.pending
-			w.mustConverge(t)
-			if tc.change != nil {
-				tc.change(t, w)
+	for _, prov := range []string{"amphora", "ovn"} {
+		for _, tc := range cases {
+			if tc.amphora && prov != "amphora" {
+				continue
+			}
+			t.Run(prov+"/"+tc.name, func(t *testing.T) {
+				w := newWorld(t, tc.svc.DeepCopy(), tc.eps.DeepCopy())
+				w.r.Provider = provider(t, prov)
+				w.o.PendingReads = tc.pending
 				w.mustConverge(t)
-			}
-			if got, want := w.served(t), tc.want(w); !equalServed(got, want) {
-				t.Fatalf("served\n  %v\nwant\n  %v", got, want)
-			}
-			if lb := w.o.LoadBalancers()[0]; len(lb.Pools) != len(lb.Listeners) {
-				t.Fatalf("%d pools for %d listeners", len(lb.Pools), len(lb.Listeners))
-			}
-			checkLoadBalancer(t, w)
-			checkAnnotations(t, w)
-			if ws := w.warnings(); len(ws) != 0 {
-				t.Fatalf("unexpected Warnings: %q", ws)
-			}
-			// In sync, a reconcile writes nothing.
-			ow, nw := w.o.Writes, w.n.Writes
-			if _, err := w.reconcile(t); err != nil || w.o.Writes != ow || w.n.Writes != nw {
-				t.Fatalf("a reconcile in sync: err %v, %d Octavia and %d Neutron writes", err, w.o.Writes-ow, w.n.Writes-nw)
-			}
-		})
+				if tc.change != nil {
+					tc.change(t, w)
+					w.mustConverge(t)
+				}
+				if got, want := w.served(t), tc.want(w); !equalServed(got, want) {
+					t.Fatalf("served\n  %v\nwant\n  %v", got, want)
+				}
+				if lb := w.o.LoadBalancers()[0]; len(lb.Pools) != len(lb.Listeners) {
+					t.Fatalf("%d pools for %d listeners", len(lb.Pools), len(lb.Listeners))
+				}
+				checkLoadBalancer(t, w)
+				checkAnnotations(t, w)
+				if ws := w.warnings(); len(ws) != 0 {
+					t.Fatalf("unexpected Warnings: %q", ws)
+				}
+				// In sync, a reconcile writes nothing.
+				ow, nw := w.o.Writes, w.n.Writes
+				if _, err := w.reconcile(t); err != nil || w.o.Writes != ow || w.n.Writes != nw {
+					t.Fatalf("a reconcile in sync: err %v, %d Octavia and %d Neutron writes", err, w.o.Writes-ow, w.n.Writes-nw)
+				}
+			})
+		}
 	}
 }
 
@@ -364,17 +382,29 @@ func update(t *testing.T, w *world, obj client.Object) {
 	}
 }
 
-// checkLoadBalancer: the load balancer sits on a VIP port whose address is the clusterIP, and it and the
-// VIP port carry the Service's tags.
+// checkLoadBalancer: the load balancer of the configured provider has the clusterIP as its VIP; on the amphora
+// provider it sits on a VIP port Raven made on the service network, on the ovn provider on the provider's
+// own port (Raven makes none). It and Raven's VIP port carry the Service's tags.
 func checkLoadBalancer(t *testing.T, w *world) {
 	t.Helper()
 	lb := w.o.LoadBalancers()[0]
+	if lb.Provider != w.r.Provider.Name || lb.VipAddress != clusterIP || lb.VipSubnetID != w.m.C.ServiceSubnet.ID {
+		t.Fatalf("load balancer %+v, want provider %s with the clusterIP %s on the service subnet", lb.LoadBalancer, w.r.Provider.Name, clusterIP)
+	}
+	tagged := [][]string{lb.Tags}
 	vip := w.vipPort(t)
-	if vip == nil || lb.VipPortID != vip.ID || lb.VipAddress != clusterIP || vip.FixedIPs[0].IPAddress != clusterIP || vip.NetworkID != w.m.C.ServiceNetworkID {
-		t.Fatalf("load balancer %+v on VIP port %+v, want the clusterIP %s on the service network", lb.LoadBalancer, vip, clusterIP)
+	if w.r.Provider.MakesVIPPort {
+		if vip != nil || lb.VipPortID == "" {
+			t.Fatalf("Raven made VIP port %+v for a provider that makes its own (load balancer's: %q)", vip, lb.VipPortID)
+		}
+	} else {
+		if vip == nil || lb.VipPortID != vip.ID || vip.FixedIPs[0].IPAddress != clusterIP || vip.NetworkID != w.m.C.ServiceNetworkID {
+			t.Fatalf("load balancer %+v on VIP port %+v, want the clusterIP %s on the service network", lb.LoadBalancer, vip, clusterIP)
+		}
+		tagged = append(tagged, vip.Tags)
 	}
 	want := ownership.Owner{Cluster: "c1", Kind: ownership.KindService, UID: "svc-uid"}.Tags()
-	for _, tags := range [][]string{lb.Tags, vip.Tags} {
+	for _, tags := range tagged {
 		for _, tag := range want {
 			if !slices.Contains(tags, tag) {
 				t.Fatalf("tags %v lack %s", tags, tag)

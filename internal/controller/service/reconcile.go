@@ -47,9 +47,11 @@ func pollAfter(since, now time.Time) time.Duration {
 
 // Reconciler gives services their load balancers.
 type Reconciler struct {
-	Client   client.Client
-	Neutron  *neutron.Manager
-	LB       openstack.LoadBalancing
+	Client  client.Client
+	Neutron *neutron.Manager
+	LB      openstack.LoadBalancing
+	// Provider is the Octavia provider every load balancer is asked for, with what it accepts.
+	Provider octavia.Provider
 	Gate     *controller.Gate
 	Recorder events.EventRecorder
 
@@ -115,23 +117,32 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	if err := r.checkClusterIP(svc); err != nil {
 		return reconcile.Result{}, err
 	}
-	vip, err := r.ensureVIP(ctx, svc)
-	if err != nil {
-		r.warn(svc, "VIPPortCreate", "creating the VIP port", err)
-		return reconcile.Result{}, err
+	var vip openstack.Port
+	if !r.Provider.MakesVIPPort {
+		var err error
+		if vip, err = r.ensureVIP(ctx, svc); err != nil {
+			r.warn(svc, "VIPPortCreate", "creating the VIP port", err)
+			return reconcile.Result{}, err
+		}
 	}
 	var eps discoveryv1.EndpointSliceList
 	if err := r.Client.List(ctx, &eps, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
 		return reconcile.Result{}, err
 	}
-	want, problems := octavia.Desired(svc, eps.Items, r.subnetFor)
+	want, problems := octavia.Desired(svc, eps.Items, r.subnetFor, r.Provider)
 	for _, p := range problems {
 		r.warn(svc, "UnsupportedPort", "building the listeners", errors.New(p))
 	}
-	lb, err := r.ensureLoadBalancer(ctx, svc, vip)
+	lb, err := r.ensureLoadBalancer(ctx, svc, vip, want)
+	if errors.Is(err, errOldDeleting) {
+		return reconcile.Result{RequeueAfter: pending}, nil
+	}
 	if err != nil {
 		r.warn(svc, "LoadBalancerCreate", "creating the load balancer", err)
 		return reconcile.Result{}, err
+	}
+	if r.Provider.MakesVIPPort {
+		vip = openstack.Port{ID: lb.VipPortID, FixedIPs: []openstack.FixedIP{{IPAddress: lb.VipAddress, SubnetID: lb.VipSubnetID}}}
 	}
 	if lb.ProvisioningStatus != "ACTIVE" {
 		return r.waitForActive(ctx, svc, lb)
@@ -383,10 +394,14 @@ func (r *Reconciler) ensureVIP(ctx context.Context, svc *corev1.Service) (openst
 	return *p, nil
 }
 
-// ensureLoadBalancer finds the Service's load balancer or creates it. Listeners, pools and members follow
-// one at a time (Plan): Octavia 11's fully populated create leaves the listeners and pools of the graph
-// PENDING_CREATE for good on the amphora provider, so Raven does not use it.
-func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service, vip openstack.Port) (*openstack.LoadBalancer, error) {
+// errOldDeleting: the Service's old load balancer is still being deleted, and holds the clusterIP that the
+// new one needs.
+var errOldDeleting = errors.New("the old load balancer is still being deleted")
+
+// ensureLoadBalancer finds the Service's load balancer or creates it. A load balancer built for another VIP
+// (the clusterIP changed), on another provider (the configuration changed) or in ERROR is replaced; of
+// duplicates (a crash between create and the next look) the oldest is kept.
+func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service, vip openstack.Port, want []octavia.Listener) (*openstack.LoadBalancer, error) {
 	owner := r.owner(svc)
 	lbs, err := r.LB.ListLoadBalancers(ctx, owner.Tags()[:3])
 	if err != nil {
@@ -394,24 +409,26 @@ func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service
 	}
 	slices.SortFunc(lbs, func(a, b openstack.LoadBalancer) int { return a.CreatedAt.Compare(b.CreatedAt.Time) })
 	var keep *openstack.LoadBalancer
+	deleting := false
 	for i := range lbs {
 		lb := &lbs[i]
 		switch {
+		case lb.ProvisioningStatus == "PENDING_DELETE":
+			deleting = true
 		case lb.ProvisioningStatus == "ERROR":
 			r.warn(svc, "LoadBalancerError", "load balancer "+lb.ID+" is in ERROR; rebuilding it", errors.New("ERROR"))
 			if err := r.deleteLoadBalancer(ctx, lb.ID); err != nil {
 				return nil, err
 			}
-		case lb.VipPortID != vip.ID && lb.ProvisioningStatus != "PENDING_DELETE":
-			// Built on an old VIP port (the clusterIP changed): replace it.
+			deleting = true
+		case r.stale(svc, lb, vip):
 			if err := r.deleteLoadBalancer(ctx, lb.ID); err != nil {
 				return nil, err
 			}
-		case lb.ProvisioningStatus == "PENDING_DELETE":
+			deleting = true
 		case keep == nil:
 			keep = lb
 		default:
-			// A duplicate (a crash between create and the next look): keep the oldest.
 			if err := r.deleteLoadBalancer(ctx, lb.ID); err != nil {
 				return nil, err
 			}
@@ -420,14 +437,78 @@ func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service
 	if keep != nil {
 		return keep, nil
 	}
-	lb, err := r.LB.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{
+	if deleting && r.Provider.MakesVIPPort {
+		// The provider's new VIP port would ask for the address the old one still holds.
+		return nil, errOldDeleting
+	}
+	if r.Provider.MakesVIPPort {
+		if err := r.dropOwnVIPPorts(ctx, svc); err != nil {
+			return nil, err
+		}
+	}
+	return r.createLoadBalancer(ctx, svc, vip, want)
+}
+
+// stale says whether lb was built for another VIP or another provider than the Service needs now.
+func (r *Reconciler) stale(svc *corev1.Service, lb *openstack.LoadBalancer, vip openstack.Port) bool {
+	if lb.Provider != "" && lb.Provider != r.Provider.Name {
+		return true
+	}
+	if r.Provider.MakesVIPPort {
+		return lb.VipAddress != svc.Spec.ClusterIP
+	}
+	return lb.VipPortID != vip.ID
+}
+
+// dropOwnVIPPorts deletes the VIP ports Raven made for the Service under a provider that takes its port
+// (the provider was amphora before): they hold the clusterIP the provider's own port needs.
+func (r *Reconciler) dropOwnVIPPorts(ctx context.Context, svc *corev1.Service) error {
+	ports, err := r.Neutron.N.ListPorts(ctx, openstack.Filter{NetworkID: r.Neutron.C.ServiceNetworkID, Tags: r.owner(svc).Tags()[:3]})
+	if err != nil {
+		return err
+	}
+	for _, p := range ports {
+		if err := openstack.IgnoreNotFound(r.Neutron.N.DeletePort(ctx, p.ID)); err != nil {
+			return err
+		}
+		r.Neutron.X.DropPort(p.ID)
+	}
+	return nil
+}
+
+// createLoadBalancer creates the Service's load balancer: with its whole graph in one request when the
+// provider builds one, else bare (Plan adds listeners, pools and members one step at a time). When Octavia
+// refuses the graph (one port it cannot serve, a quota), the load balancer is created bare, so that the plan
+// builds what Octavia accepts and reports the rest.
+func (r *Reconciler) createLoadBalancer(ctx context.Context, svc *corev1.Service, vip openstack.Port, want []octavia.Listener) (*openstack.LoadBalancer, error) {
+	owner := r.owner(svc)
+	spec := openstack.LoadBalancerSpec{
 		Name: svc.Namespace + "/" + svc.Name, Description: "Kubernetes service " + svc.Namespace + "/" + svc.Name,
-		VipPortID: vip.ID, VipSubnetID: r.Neutron.C.ServiceSubnet.ID, VipAddress: svc.Spec.ClusterIP, Tags: owner.Tags(),
-	})
+		VipSubnetID: r.Neutron.C.ServiceSubnet.ID, VipAddress: svc.Spec.ClusterIP, Provider: r.Provider.Name, Tags: owner.Tags(),
+	}
+	if !r.Provider.MakesVIPPort {
+		spec.VipPortID = vip.ID
+	}
+	log := klog.FromContext(ctx)
+	if r.Provider.FullyPopulated && len(want) > 0 {
+		full := spec
+		full.Listeners = octavia.Graph(want, owner.Tags())
+		lb, err := r.LB.CreateLoadBalancer(ctx, full)
+		if err == nil {
+			log.V(1).Info("Created load balancer with its listeners", "loadBalancer", lb.ID, "vip", svc.Spec.ClusterIP, "listeners", len(want))
+			r.event(svc, "LoadBalancerCreated", "Create", "load balancer %s with VIP %s and %d listener(s)", lb.ID, svc.Spec.ClusterIP, len(want))
+			return lb, nil
+		}
+		if !openstack.Rejected(err) {
+			return nil, err
+		}
+		log.Info("Octavia refused the load balancer with its listeners; building it step by step", "err", err.Error())
+	}
+	lb, err := r.LB.CreateLoadBalancer(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	klog.FromContext(ctx).V(1).Info("Created load balancer", "loadBalancer", lb.ID, "vip", svc.Spec.ClusterIP)
+	log.V(1).Info("Created load balancer", "loadBalancer", lb.ID, "vip", svc.Spec.ClusterIP)
 	r.event(svc, "LoadBalancerCreated", "Create", "load balancer %s with VIP %s", lb.ID, svc.Spec.ClusterIP)
 	return lb, nil
 }
@@ -472,7 +553,7 @@ func (r *Reconciler) apply(ctx context.Context, svc *corev1.Service, lb *opensta
 		_, err = r.LB.CreateListener(ctx, openstack.ListenerSpec{LoadBalancerID: lb.ID, Name: s.Listener.Name,
 			Protocol: s.Listener.Protocol, ProtocolPort: s.Listener.Port, Tags: tags})
 	case octavia.CreatePool:
-		_, err = r.LB.CreatePool(ctx, openstack.PoolSpec{ListenerID: s.ID, Name: s.Listener.Name, Protocol: s.Listener.Protocol,
+		_, err = r.LB.CreatePool(ctx, openstack.PoolSpec{ListenerID: s.ID, Name: s.Listener.PoolName(), Protocol: s.Listener.Protocol,
 			LBAlgorithm: s.Listener.Algorithm, Tags: tags})
 	case octavia.ReplaceMembers:
 		err = r.LB.ReplaceMembers(ctx, s.ID, s.Listener.Members)

@@ -46,7 +46,7 @@ func listenerSteps(ports ...int) []octavia.Step {
 func newListenerReconciler(answers map[int]error) (*Reconciler, *listenerOctavia, *events.FakeRecorder) {
 	o := &listenerOctavia{answers: answers, calls: map[int]int{}}
 	rec := events.NewFakeRecorder(10)
-	return &Reconciler{Neutron: &neutron.Manager{C: &neutron.Cluster{ID: "c1"}}, LB: o, Recorder: rec}, o, rec
+	return &Reconciler{Neutron: &neutron.Manager{C: &neutron.Cluster{ID: "c1"}}, LB: o, Provider: octavia.Provider{Name: "amphora", Balance: "ROUND_ROBIN"}, Recorder: rec}, o, rec
 }
 
 // refusedStepIsPassedOver: a step refused with quota is passed over, the next one applied, one Warning says

@@ -269,10 +269,66 @@ func (o *Octavia) CreateLoadBalancer(_ context.Context, spec openstack.LoadBalan
 		VipPortID: spec.VipPortID, VipSubnetID: spec.VipSubnetID, OperatingStatus: "OFFLINE", Provider: "amphora",
 		Tags: slices.Clone(spec.Tags), CreatedAt: openstack.Time{Time: now},
 	}, members: map[string][]openstack.Member{}}
+	if spec.Provider != "" {
+		s.lb.Provider = spec.Provider
+	}
+	if spec.VipPortID == "" {
+		// The provider makes the VIP port (a real Octavia asks Neutron; the fake only names one).
+		s.lb.VipPortID = o.id("vip-port")
+	}
+	for _, g := range spec.Listeners {
+		if err := o.addGraph(s, g); err != nil {
+			return nil, err
+		}
+	}
 	o.lbs[s.lb.ID] = s
 	o.change(s, "CREATE")
 	lb := copyLB(s.lb)
 	return &lb, nil
+}
+
+// addGraph adds one listener of a fully populated create, with its pool and members, checked as the single
+// creates check them.
+func (o *Octavia) addGraph(s *lbState, g openstack.ListenerGraph) error {
+	const method = "CreateLoadBalancer"
+	if g.Listener.ProtocolPort < 1 || g.Listener.ProtocolPort > 65535 {
+		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute protocol_port. Value: '%d'.", g.Listener.ProtocolPort))
+	}
+	if !slices.Contains([]string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"}, g.Pool.LBAlgorithm) {
+		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute lb_algorithm. Value: '%s'.", g.Pool.LBAlgorithm))
+	}
+	if err := providerRefuses(method, s.lb.Provider, g.Pool.LBAlgorithm); err != nil {
+		return err
+	}
+	for _, p := range s.pools {
+		if p.Name == g.Pool.Name {
+			return StatusError(opOf[method], http.StatusBadRequest, "Validation failure: Pool names must be unique when creating a fully populated loadbalancer.")
+		}
+	}
+	l := &openstack.Listener{ID: o.id("listener"), Name: g.Listener.Name, Protocol: g.Listener.Protocol,
+		ProtocolPort: g.Listener.ProtocolPort, ProvisioningStatus: "PENDING_CREATE", Tags: slices.Clone(g.Listener.Tags)}
+	p := &openstack.Pool{ID: o.id("pool"), Name: g.Pool.Name, Protocol: g.Pool.Protocol, LBAlgorithm: g.Pool.LBAlgorithm,
+		ListenerID: l.ID, ProvisioningStatus: "PENDING_CREATE", Tags: slices.Clone(g.Pool.Tags)}
+	p.Listeners = append(p.Listeners, struct {
+		ID string `json:"id"`
+	}{l.ID})
+	l.DefaultPoolID = p.ID
+	for _, m := range g.Members {
+		s.members[p.ID] = append(s.members[p.ID], openstack.Member{ID: o.id("member"), Name: m.Name, Address: m.Address,
+			ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID, ProvisioningStatus: "PENDING_CREATE"})
+	}
+	s.listeners = append(s.listeners, l)
+	s.pools = append(s.pools, p)
+	return nil
+}
+
+// providerRefuses answers as Octavia does when the OVN provider is asked for an algorithm it lacks.
+func providerRefuses(method, provider, algorithm string) error {
+	if provider == "ovn" && algorithm != "SOURCE_IP_PORT" {
+		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf(
+			"Provider 'ovn' does not support a requested option: OVN provider does not support %s algorithm", algorithm))
+	}
+	return nil
 }
 
 // DeleteLoadBalancer implements openstack.LoadBalancing: the delete cascades to listeners, pools and members.
@@ -402,6 +458,9 @@ func (o *Octavia) CreatePool(_ context.Context, spec openstack.PoolSpec) (*opens
 	}
 	if !slices.Contains([]string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"}, spec.LBAlgorithm) {
 		return nil, StatusError(opOf["CreatePool"], http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute lb_algorithm. Value: '%s'.", spec.LBAlgorithm))
+	}
+	if err := providerRefuses("CreatePool", s.lb.Provider, spec.LBAlgorithm); err != nil {
+		return nil, err
 	}
 	p := &openstack.Pool{ID: o.id("pool"), Name: spec.Name, Protocol: spec.Protocol, LBAlgorithm: spec.LBAlgorithm,
 		ListenerID: l.ID, ProvisioningStatus: "PENDING_CREATE", Tags: slices.Clone(spec.Tags)}

@@ -1,0 +1,126 @@
+package service
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestServiceOnTheOVNProvider(t *testing.T) {
+	three := []svcPort{http, dns, metrics}
+	ready := []string{"10.244.0.5", "10.244.0.6"}
+	cases := []struct {
+		name string
+		svc  *corev1.Service
+		// before runs before the first reconcile.
+		before func(w *world)
+		// wantWrites is how many Octavia writes the convergence takes, refused ones included.
+		wantWrites int
+		warning    string
+		// served is what Octavia must serve (default: the three ports).
+		served func(m func(int32) []string) map[string][]string
+	}{
+		{
+			name: "a Service with three ports is built in one Octavia write, with no Neutron write",
+			svc:  service(nil, three...), wantWrites: 1,
+		},
+		{
+			name: "a TCP and a UDP port of one number are built in one Octavia write (their pools have distinct names)",
+			svc:  service(nil, http, dns, svcPort{"dns-tcp", corev1.ProtocolTCP, 53, 5353}), wantWrites: 1,
+			served: func(m func(int32) []string) map[string][]string {
+				return map[string][]string{"TCP:80": m(8080), "UDP:53": m(5353), "TCP:53": m(5353)}
+			},
+		},
+		{
+			name: "ClientIP affinity is balanced by source IP and port, with a Warning that says so",
+			svc:  service(func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }, three...),
+			wantWrites: 1, warning: "has no source-IP algorithm",
+		},
+		{
+			name: "when Octavia refuses the whole graph the load balancer is built bare, then step by step",
+			svc:  service(nil, three...),
+			before: func(w *world) {
+				w.o.FailStatus("CreateLoadBalancer", 1, 400, "Provider 'ovn' does not support a requested option")
+			},
+			wantWrites: 2 + 3*3, // the refused graph, the bare load balancer, a listener, pool and member update per port
+		},
+		{
+			name: "the same while Octavia keeps every change PENDING for three reads",
+			svc:  service(nil, three...),
+			before: func(w *world) {
+				w.o.PendingReads = 3
+				w.o.FailStatus("CreateLoadBalancer", 1, 400, "quota")
+			},
+			wantWrites: 2 + 3*3,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eps := three
+			for _, p := range tc.svc.Spec.Ports {
+				if p.Name == "dns-tcp" {
+					eps = append(eps, svcPort{"dns-tcp", corev1.ProtocolTCP, 53, 5353})
+				}
+			}
+			w := newWorld(t, tc.svc, endpoints(eps, ready))
+			w.r.Provider = provider(t, "ovn")
+			if tc.before != nil {
+				tc.before(w)
+			}
+			nw := w.n.Writes
+			w.mustConverge(t)
+			m := w.at(w.podSubnet, ready...)
+			want := map[string][]string{"TCP:80": m(8080), "UDP:53": m(5353), "TCP:9090": m(9090)}
+			if tc.served != nil {
+				want = tc.served(m)
+			}
+			if got := w.served(t); !equalServed(got, want) {
+				t.Fatalf("served\n  %v\nwant\n  %v", got, want)
+			}
+			for _, p := range w.o.LoadBalancers()[0].Pools {
+				if p.LBAlgorithm != "SOURCE_IP_PORT" {
+					t.Errorf("pool %s balances with %s", p.ID, p.LBAlgorithm)
+				}
+			}
+			checkLoadBalancer(t, w)
+			checkAnnotations(t, w)
+			if w.o.Writes != tc.wantWrites {
+				t.Errorf("%d Octavia writes, want %d", w.o.Writes, tc.wantWrites)
+			}
+			if w.n.Writes != nw {
+				t.Errorf("%d Neutron writes, want none: the provider makes the VIP port", w.n.Writes-nw)
+			}
+			ws := w.warnings()
+			if tc.warning != "" && !hasWarning(ws, "UnsupportedPort", tc.warning) {
+				t.Errorf("Warnings %q, want UnsupportedPort with %q", ws, tc.warning)
+			}
+			if tc.warning == "" && len(ws) != 0 {
+				t.Errorf("unexpected Warnings: %q", ws)
+			}
+		})
+	}
+}
+
+func TestServiceProviderChange(t *testing.T) {
+	for _, tc := range []struct{ from, to string }{{"amphora", "ovn"}, {"ovn", "amphora"}} {
+		t.Run("from "+tc.from+" to "+tc.to+" rebuilds the load balancer on the new provider", func(t *testing.T) {
+			w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
+			w.r.Provider = provider(t, tc.from)
+			w.o.PendingReads = 2
+			w.mustConverge(t)
+			old := w.o.LoadBalancers()[0].ID
+
+			w.r.Provider = provider(t, tc.to)
+			w.mustConverge(t)
+			lbs := w.o.LoadBalancers()
+			if len(lbs) != 1 || lbs[0].ID == old {
+				t.Fatalf("load balancers %v after the change, want one new one", lbs)
+			}
+			if got, want := w.served(t), map[string][]string{"TCP:80": w.at(w.podSubnet, "10.244.0.5")(8080)}; !equalServed(got, want) {
+				t.Fatalf("served %v, want %v", got, want)
+			}
+			checkLoadBalancer(t, w) // also: no VIP port of Raven's is left under the ovn provider
+			checkAnnotations(t, w)
+		})
+	}
+}

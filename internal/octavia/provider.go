@@ -1,0 +1,49 @@
+package octavia
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Provider is what Raven must know about an Octavia provider driver to ask it only for what it accepts.
+type Provider struct {
+	// Name is the provider Raven asks Octavia for ("amphora", "ovn").
+	Name string
+	// MakesVIPPort: the provider creates the VIP port itself from the subnet and address (the OVN provider
+	// refuses a port made by someone else); otherwise Raven makes the port and hands it over.
+	MakesVIPPort bool
+	// FullyPopulated: a load balancer is created with its listeners, pools and members in one request.
+	// Octavia 11's amphora provider leaves such a graph PENDING_CREATE for good, so it is built step by step.
+	FullyPopulated bool
+	// Balance and Sticky are the pool algorithms for a Service without and with ClientIP session affinity;
+	// Sticky is empty when the provider has none, and the Service is then balanced with Balance.
+	Balance, Sticky string
+}
+
+// providers are the providers Raven knows.
+var providers = map[string]Provider{
+	"amphora": {Name: "amphora", Balance: "ROUND_ROBIN", Sticky: "SOURCE_IP"},
+	// OVN load balancers hash the 5-tuple: SOURCE_IP_PORT is the one algorithm the provider accepts.
+	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT"},
+}
+
+// ProviderNamed returns the provider called name, or an error listing the known ones.
+func ProviderNamed(name string) (Provider, error) {
+	p, ok := providers[name]
+	if !ok {
+		return Provider{}, fmt.Errorf("octavia provider %q is not supported: use amphora or ovn", name)
+	}
+	return p, nil
+}
+
+// algorithm is the pool algorithm for svc, and a problem when the provider cannot honour its affinity.
+func (p Provider) algorithm(svc *corev1.Service) (string, string) {
+	if svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+		return p.Balance, ""
+	}
+	if p.Sticky == "" {
+		return p.Balance, fmt.Sprintf("sessionAffinity ClientIP: the %s provider has no source-IP algorithm; connections are balanced with %s", p.Name, p.Balance)
+	}
+	return p.Sticky, ""
+}
