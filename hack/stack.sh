@@ -490,13 +490,15 @@ up() {
   wait_for ovn-controller 30 chassis_registered
   ((nodes >= 2)) && wait_for ovn-controller-2 30 chassis_registered "$NODE2_NAME"
   publish_gateway_chassis
-  log "creating the operator's external network 'public' ($EXT_CIDR, flat on br-ex)"
+  # Neutron allocates router gateways and LoadBalancer floating IPs from .100 up; below stay free for the
+  # addresses users ask for in a Service's externalIPs.
+  log "creating the operator's external network 'public' ($EXT_CIDR, flat on br-ex; automatic addresses from .100)"
   local net
   net=$(curl -sf "${hdr[@]}" -H 'Content-Type: application/json' -X POST "$NEUTRON_URL/v2.0/networks" \
     -d '{"network":{"name":"public","router:external":true,"provider:network_type":"flat","provider:physical_network":"public","shared":false}}' |
     jq -r .network.id)
   curl -sf "${hdr[@]}" -H 'Content-Type: application/json' -X POST "$NEUTRON_URL/v2.0/subnets" \
-    -d "{\"subnet\":{\"name\":\"public-subnet\",\"network_id\":\"$net\",\"ip_version\":4,\"cidr\":\"$EXT_CIDR\",\"gateway_ip\":\"$EXT_GW\",\"enable_dhcp\":false}}" >/dev/null
+    -d "{\"subnet\":{\"name\":\"public-subnet\",\"network_id\":\"$net\",\"ip_version\":4,\"cidr\":\"$EXT_CIDR\",\"gateway_ip\":\"$EXT_GW\",\"enable_dhcp\":false,\"allocation_pools\":[{\"start\":\"${EXT_CIDR%.*}.100\",\"end\":\"${EXT_CIDR%.*}.254\"}]}}" >/dev/null
 
   write_openstack_config "$auth" "$NEUTRON_URL" "$OCTAVIA_URL" "$KSP"
   write_raven_config

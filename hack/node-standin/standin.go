@@ -209,9 +209,19 @@ func (s *standin) podIP(ctx context.Context, pod *corev1.Pod) (string, error) {
 	return port.FixedIPs[0].IPAddress, nil
 }
 
+// ReadyAnnotation set to "false" on a pod plays a failing readiness probe: the stand-in reports the running
+// pod not Ready (its endpoints turn unready), and Ready again once the annotation is gone.
+const ReadyAnnotation = "node-standin.raven/ready"
+
+// markReady reports the pod Running with its IP, and Ready unless ReadyAnnotation says otherwise.
 func (s *standin) markReady(ctx context.Context, pod *corev1.Pod, ip string) error {
-	if pod.Status.PodIP == ip && isReady(pod) {
+	ready := pod.Annotations[ReadyAnnotation] != "false"
+	if pod.Status.PodIP == ip && isReady(pod) == ready {
 		return nil
+	}
+	status := corev1.ConditionTrue
+	if !ready {
+		status = corev1.ConditionFalse
 	}
 	now := metav1.Now()
 	p := pod.DeepCopy()
@@ -226,8 +236,8 @@ func (s *standin) markReady(ctx context.Context, pod *corev1.Pod, ip string) err
 	p.Status.Conditions = []corev1.PodCondition{
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: status, LastTransitionTime: now},
+		{Type: corev1.PodReady, Status: status, LastTransitionTime: now},
 	}
 	_, err := s.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {

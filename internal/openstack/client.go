@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	gcopenstack "github.com/gophercloud/gophercloud/v2/openstack"
@@ -111,8 +110,6 @@ func httpClient(tlsConfig *tls.Config, project string, obs Observer, calls *Call
 	if tlsConfig != nil {
 		t.TLSClientConfig = tlsConfig
 	}
-	return http.Client{
-		Timeout:   60 * time.Second,
-		Transport: &meter{next: t, project: project, obs: obs, calls: calls},
-	}
+	// No client-wide timeout: the meter gives each request its own (timeoutFor).
+	return http.Client{Transport: &meter{next: t, project: project, obs: obs, calls: calls}}
 }

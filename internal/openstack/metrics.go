@@ -1,6 +1,8 @@
 package openstack
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -42,8 +44,14 @@ func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		m.calls.writes.Add(1)
 	}
+	ctx, cancel := context.WithTimeout(req.Context(), timeoutFor(op))
 	start := time.Now()
-	resp, err := m.next.RoundTrip(req)
+	resp, err := m.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+	} else {
+		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	}
 	if m.obs != nil {
 		var kind Kind
 		switch {
@@ -55,6 +63,32 @@ func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 		m.obs.ObserveCall(op, time.Since(start), kind)
 	}
 	return resp, err
+}
+
+// callTimeout bounds one request, its answer read; slowCallTimeout bounds a load balancer create, which
+// carries the whole graph of a Service (Octavia's OVN provider took 106 s for 100 listeners with a member each).
+const (
+	callTimeout     = 60 * time.Second
+	slowCallTimeout = 5 * time.Minute
+)
+
+func timeoutFor(op string) time.Duration {
+	if op == "octavia loadbalancer create" {
+		return slowCallTimeout
+	}
+	return callTimeout
+}
+
+// cancelOnClose releases a request's deadline when its answer has been read.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // Operation names a request by service, resource and verb, with IDs left out, so that metric labels stay few:

@@ -124,19 +124,7 @@ func exchange(from, network, addr string) (string, error) {
 // and fails the test unless want answers.
 func expectAnswer(t testing.TB, from, network, addr, want string) {
 	t.Helper()
-	var got string
-	var err error
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, err = exchange(from, network, addr)
-		if err == nil && got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s %s → %s: answer %q, error %v; want %q", network, from, addr, got, err, want)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	expectAnswerWithin(t, 20*time.Second, from, network, addr, want)
 }
 
 // outsideServer answers TCP and UDP on port in the outside namespace with "outside <source address>".

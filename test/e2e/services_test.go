@@ -150,8 +150,29 @@ func waitMembers(t testing.TB, ns, name string, uid types.UID, n, port int) (lb 
 	return lb, pool, members
 }
 
-// The walkthrough of seed 004 on Octavia, followed by its external IP section and the deletion.
-func TestServiceWalkthrough(t *testing.T) {
+// The walkthrough of seed 004 on Octavia, followed by its external IP section and the deletion, on the main
+// stack's provider (ovn when it has the datapath).
+func TestServiceWalkthrough(t *testing.T) { serviceWalkthrough(t) }
+
+// The same on the amphora provider, which a second stack runs (the Keystone stack: only the stack with the
+// root namespace's datapath can run the ovn provider).
+func TestServiceWalkthroughOnAmphora(t *testing.T) {
+	useStack(t, keystoneStack(t))
+	if p := env.vars["STACK_LB_PROVIDER"]; p != "amphora" {
+		t.Fatalf("the second stack runs the %q provider, want amphora", p)
+	}
+	serviceWalkthrough(t)
+}
+
+// lbAlgorithm is the pool algorithm Raven asks the stack's provider for (no session affinity).
+func lbAlgorithm() string {
+	if env.vars["STACK_LB_PROVIDER"] == "ovn" {
+		return "SOURCE_IP_PORT"
+	}
+	return "ROUND_ROBIN"
+}
+
+func serviceWalkthrough(t *testing.T) {
 	ensureRaven(t)
 	ns := newNamespace(t)
 	createDeployment(t, ns, "demo", 3)
@@ -224,7 +245,7 @@ func checkWalkthroughAnnotations(t *testing.T, ns string, lb *openstack.LoadBala
 	if vip.LoadBalancerID != lb.ID || vip.PortID != lb.VipPortID || vip.Address != lb.VipAddress {
 		t.Errorf("vip annotation %+v does not match load balancer %+v", vip, lb)
 	}
-	if pools[0].ID != pool.ID || pools[0].ListenerID != listener.ID || pools[0].LBMethod != "ROUND_ROBIN" {
+	if pools[0].ID != pool.ID || pools[0].ListenerID != listener.ID || pools[0].LBMethod != lbAlgorithm() {
 		t.Errorf("pool annotation %+v does not match pool %s of listener %s", pools[0], pool.ID, listener.ID)
 	}
 }

@@ -2,8 +2,11 @@ package service
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestServiceOnTheOVNProvider(t *testing.T) {
@@ -121,6 +124,32 @@ func TestServiceProviderChange(t *testing.T) {
 			}
 			checkLoadBalancer(t, w) // also: no VIP port of Raven's is left under the ovn provider
 			checkAnnotations(t, w)
+		})
+	}
+}
+
+func TestSlicesPending(t *testing.T) {
+	now := time.Now()
+	fresh, old := metav1.NewTime(now.Add(-2*time.Second)), metav1.NewTime(now.Add(-time.Minute))
+	slice := []discoveryv1.EndpointSlice{{}}
+	cases := []struct {
+		name     string
+		selector map[string]string
+		created  metav1.Time
+		slices   []discoveryv1.EndpointSlice
+		want     bool
+	}{
+		{"a fresh Service with a selector and no slice yet waits", map[string]string{"app": "a"}, fresh, nil, true},
+		{"its slice has come: no wait", map[string]string{"app": "a"}, fresh, slice, false},
+		{"a Service without selector gets no slice from Kubernetes: no wait", nil, fresh, nil, false},
+		{"after the wait the load balancer is built regardless", map[string]string{"app": "a"}, old, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: tc.created}, Spec: corev1.ServiceSpec{Selector: tc.selector}}
+			if got := slicesPending(svc, tc.slices, now); got != tc.want {
+				t.Fatalf("slicesPending = %v, want %v", got, tc.want)
+			}
 		})
 	}
 }

@@ -133,8 +133,8 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	for _, p := range problems {
 		r.warn(svc, "UnsupportedPort", "building the listeners", errors.New(p))
 	}
-	lb, err := r.ensureLoadBalancer(ctx, svc, vip, want)
-	if errors.Is(err, errOldDeleting) {
+	lb, err := r.ensureLoadBalancer(ctx, svc, vip, want, slicesPending(svc, eps.Items, time.Now()))
+	if errors.Is(err, errOldDeleting) || errors.Is(err, errSlicesPending) {
 		return reconcile.Result{RequeueAfter: pending}, nil
 	}
 	if err != nil {
@@ -394,6 +394,20 @@ func (r *Reconciler) ensureVIP(ctx context.Context, svc *corev1.Service) (openst
 	return *p, nil
 }
 
+// errSlicesPending: the load balancer waits for the Service's EndpointSlices, so that its one create carries
+// the members.
+var errSlicesPending = errors.New("waiting for the Service's EndpointSlices")
+
+// slicesWait is how long after a Service's creation its load balancer waits for its first EndpointSlice.
+const slicesWait = 10 * time.Second
+
+// slicesPending says whether a fresh Service with a selector has no EndpointSlice yet: Kubernetes' EndpointSlice
+// controller writes one for it within moments (its arrival reconciles the Service again). After slicesWait
+// the load balancer is built regardless (a cluster without that controller).
+func slicesPending(svc *corev1.Service, slices []discoveryv1.EndpointSlice, now time.Time) bool {
+	return len(svc.Spec.Selector) > 0 && len(slices) == 0 && now.Sub(svc.CreationTimestamp.Time) < slicesWait
+}
+
 // errOldDeleting: the Service's old load balancer is still being deleted, and holds the clusterIP that the
 // new one needs.
 var errOldDeleting = errors.New("the old load balancer is still being deleted")
@@ -401,7 +415,8 @@ var errOldDeleting = errors.New("the old load balancer is still being deleted")
 // ensureLoadBalancer finds the Service's load balancer or creates it. A load balancer built for another VIP
 // (the clusterIP changed), on another provider (the configuration changed) or in ERROR is replaced; of
 // duplicates (a crash between create and the next look) the oldest is kept.
-func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service, vip openstack.Port, want []octavia.Listener) (*openstack.LoadBalancer, error) {
+// waitSlices holds a create on a provider that builds the whole graph at once until the members are known.
+func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service, vip openstack.Port, want []octavia.Listener, waitSlices bool) (*openstack.LoadBalancer, error) {
 	owner := r.owner(svc)
 	lbs, err := r.LB.ListLoadBalancers(ctx, owner.Tags()[:3])
 	if err != nil {
@@ -440,6 +455,9 @@ func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service
 	if deleting && r.Provider.MakesVIPPort {
 		// The provider's new VIP port would ask for the address the old one still holds.
 		return nil, errOldDeleting
+	}
+	if waitSlices && r.Provider.FullyPopulated {
+		return nil, errSlicesPending
 	}
 	if r.Provider.MakesVIPPort {
 		if err := r.dropOwnVIPPorts(ctx, svc); err != nil {

@@ -1,0 +1,273 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// The traffic tests prove Services with packets: Octavia's OVN provider programs OVN load balancers, and every
+// claim is a TCP or UDP exchange through a clusterIP or a floating IP, counted by the backends' answers.
+
+// needOVNProvider fails a test when the stack's Octavia balances nothing (the amphora provider with noop drivers).
+func needOVNProvider(t testing.TB) {
+	t.Helper()
+	needDatapath(t)
+	if env.vars["STACK_LB_PROVIDER"] != "ovn" {
+		t.Fatalf("the stack's Octavia runs the %q provider: Service traffic needs the ovn provider (STACK_LB_PROVIDER=ovn)", env.vars["STACK_LB_PROVIDER"])
+	}
+}
+
+// createServingDeployment is a Deployment whose pods answer on TCP and UDP port 80 with their names.
+func createServingDeployment(t testing.TB, ns, name string, replicas int32) {
+	t.Helper()
+	tmpl := servingPod("")
+	tmpl.Labels = map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels}, Spec: tmpl.Spec},
+		},
+	}
+	if _, err := env.kube.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readyPods waits until the Deployment name has exactly n Ready pods (none terminating) and returns their names.
+func readyPods(t testing.TB, ns, name string, n int) []string {
+	t.Helper()
+	var names []string
+	eventually(t, 3*time.Minute, fmt.Sprintf("%d ready pods of %s/%s", n, ns, name), func() (bool, error) {
+		pods, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return false, err
+		}
+		names = names[:0]
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				return false, nil
+			}
+			if podReady(&p) {
+				names = append(names, p.Name)
+			}
+		}
+		return len(names) == n && len(pods.Items) == n, nil
+	})
+	slices.Sort(names)
+	return names
+}
+
+// answers makes up to n fresh connections (new source ports: OVN hashes the 5-tuple) from the namespace from
+// to addr and counts the answers. A failed exchange ends the round, counted under "error: …".
+func answers(from, network, addr string, n int) map[string]int {
+	out := map[string]int{}
+	for range n {
+		got, err := exchange(from, network, addr)
+		if err != nil {
+			out["error: "+err.Error()]++
+			break
+		}
+		out[got]++
+	}
+	return out
+}
+
+// waitServedBy waits until a round of connections from from to addr is answered by exactly the backends
+// want, each at least once, and by nothing else (no error, no other backend), and says how long it took.
+func waitServedBy(t testing.TB, from, network, addr string, want []string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last map[string]int
+	rounds := 0
+	for deadline := start.Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		rounds++
+		last = answers(from, network, addr, 12*len(want))
+		if slices.Equal(slices.Sorted(maps.Keys(last)), want) {
+			return time.Since(start)
+		}
+	}
+	t.Fatalf("%s %s → %s: after %d rounds the last answers were %v; want each of %v and nothing else", network, from, addr, rounds, last, want)
+	return 0
+}
+
+// setReady plays a readiness probe on a pod (the node stand-in reports it Ready or not).
+func setReady(t testing.TB, ns, pod string, ready bool) {
+	t.Helper()
+	v := "null"
+	if !ready {
+		v = `"false"`
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"node-standin.raven/ready":%s}}}`, v)
+	if _, err := env.kube.CoreV1().Pods(ns).Patch(context.Background(), pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Service carries TCP and UDP from a pod through its clusterIP to every ready backend, from the outside
+// through its external IP's floating IP, back to a backend that calls its own Service (hairpin); traffic
+// follows scaling and readiness; a deleted Service stops answering and its pods keep their ports.
+func TestServicesCarryTraffic(t *testing.T) {
+	needOVNProvider(t)
+	ensureRaven(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createServingPods(t, ns, "client")
+	createServingDeployment(t, ns, "web", 3)
+	svc := createService(t, ns, "web", func(s *corev1.Service) {
+		s.Spec.Ports = []corev1.ServicePort{
+			{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intOrString(80)},
+			{Name: "udp", Port: 80, Protocol: corev1.ProtocolUDP, TargetPort: intOrString(80)},
+		}
+		s.Spec.ExternalIPs = []string{"172.24.4.60"}
+	})
+	backends := readyPods(t, ns, "web", 3)
+	vip := net.JoinHostPort(svc.Spec.ClusterIP, "80")
+	client := podNetns(ns, "client")
+	took := waitServedBy(t, client, "tcp", vip, backends)
+	t.Logf("TCP through the clusterIP reaches all 3 backends %.1f s after the Service was created", took.Seconds())
+	waitServedBy(t, client, "udp", vip, backends)
+
+	// From the outside, through the floating IP of the external IP.
+	outside := env.vars["STACK_OUTSIDE_NETNS"]
+	for _, proto := range []string{"tcp", "udp"} {
+		waitServedBy(t, outside, proto, "172.24.4.60:80", backends)
+	}
+
+	// Hairpin: a backend calling its own Service is answered by itself among the others.
+	waitServedBy(t, podNetns(ns, backends[0]), "tcp", vip, backends)
+
+	// Scaling: traffic follows 3 → 5 → 1.
+	scale(t, ns, "web", 5)
+	backends = readyPods(t, ns, "web", 5)
+	took = waitServedBy(t, client, "tcp", vip, backends)
+	t.Logf("scaled to 5: all 5 backends answer %.1f s after they were ready", took.Seconds())
+
+	// A backend made unready leaves the rotation, and comes back when ready again.
+	setReady(t, ns, backends[0], false)
+	took = waitServedBy(t, client, "tcp", vip, backends[1:])
+	t.Logf("an unready backend stopped receiving new connections after %.1f s", took.Seconds())
+	setReady(t, ns, backends[0], true)
+	waitServedBy(t, client, "tcp", vip, backends)
+
+	scale(t, ns, "web", 1)
+	backends = readyPods(t, ns, "web", 1)
+	waitServedBy(t, client, "udp", vip, backends)
+
+	// Deleted: the load balancer, its VIP port and floating IP go, the clusterIP stops answering, the pods
+	// keep their ports.
+	lb := serviceLB(t, svc.UID)
+	if lb == nil {
+		t.Fatal("no load balancer before the deletion")
+	}
+	portsBefore := len(clusterPortsIn(t, ns))
+	if err := env.kube.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "load balancer, VIP port and floating IP gone, and the clusterIP silent", func() (bool, error) {
+		_, lbErr := env.os.LoadBalancing.GetLoadBalancer(ctx, lb.ID)
+		_, portErr := env.os.Networking.GetPort(ctx, lb.VipPortID)
+		if !openstack.IsNotFound(lbErr) || !openstack.IsNotFound(portErr) || len(serviceFIPs(t, svc.UID)) != 0 {
+			return false, nil
+		}
+		_, err := exchange(client, "tcp", vip)
+		return err != nil, nil
+	})
+	if n := len(clusterPortsIn(t, ns)); n != portsBefore {
+		t.Errorf("%d pod ports after the Service deletion, %d before", n, portsBefore)
+	}
+	// The remaining backend still answers on its own address.
+	p, err := env.kube.CoreV1().Pods(ns).Get(ctx, backends[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectAnswer(t, client, "tcp", net.JoinHostPort(p.Status.PodIP, "80"), backends[0])
+}
+
+// A Service of type LoadBalancer is reached from the outside at its ingress IP.
+func TestLoadBalancerIngressCarriesTraffic(t *testing.T) {
+	needOVNProvider(t)
+	ensureRaven(t)
+	ns := newNamespace(t)
+	createServingDeployment(t, ns, "lb", 2)
+	svc := createService(t, ns, "lb", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer })
+	backends := readyPods(t, ns, "lb", 2)
+	var ip string
+	eventually(t, 2*time.Minute, "status.loadBalancer.ingress", func() (bool, error) {
+		s := getService(t, ns, "lb")
+		if len(s.Status.LoadBalancer.Ingress) != 1 {
+			return false, nil
+		}
+		ip = s.Status.LoadBalancer.Ingress[0].IP
+		return true, nil
+	})
+	took := waitServedBy(t, env.vars["STACK_OUTSIDE_NETNS"], "tcp", net.JoinHostPort(ip, "80"), backends)
+	t.Logf("the ingress IP %s of %s reaches both backends %.1f s after it was published", ip, svc.Name, took.Seconds())
+}
+
+// A Service with 100 ports is built whole, in one Octavia request, and every port answers.
+func TestServiceWith100PortsCarriesTraffic(t *testing.T) {
+	needOVNProvider(t)
+	r := ensureRaven(t)
+	ns := newNamespace(t)
+	createServingPods(t, ns, "client")
+	createServingDeployment(t, ns, "many", 1)
+	backends := readyPods(t, ns, "many", 1)
+	isCreate := func(l string) bool { return strings.Contains(l, `operation="octavia loadbalancer create"`) }
+	creates := r.metric(t, "raven_openstack_request_duration_seconds_count", isCreate)
+	start := time.Now()
+	svc := createService(t, ns, "many", func(s *corev1.Service) {
+		s.Spec.Ports = nil
+		for i := range 100 {
+			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: fmt.Sprintf("p%d", i), Port: int32(10000 + i), TargetPort: intOrString(80)})
+		}
+	})
+	client := podNetns(ns, "client")
+	for i := range 100 {
+		expectAnswerWithin(t, 3*time.Minute, client, "tcp", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(10000+i)), backends[0])
+	}
+	t.Logf("all 100 ports answered %.1f s after the Service was created", time.Since(start).Seconds())
+	if n := r.metric(t, "raven_openstack_request_duration_seconds_count", isCreate) - creates; n != 1 {
+		t.Errorf("%v load balancer creates for the 100-port Service, want 1 (the whole graph at once)", n)
+	}
+	lb := serviceLB(t, svc.UID)
+	if lb == nil {
+		t.Fatal("no load balancer")
+	}
+	ls, err := env.os.LoadBalancing.ListListeners(context.Background(), lb.ID)
+	if err != nil || len(ls) != 100 {
+		t.Fatalf("%d listeners (%v), want 100", len(ls), err)
+	}
+}
+
+// expectAnswerWithin is expectAnswer with its own deadline.
+func expectAnswerWithin(t testing.TB, timeout time.Duration, from, network, addr, want string) {
+	t.Helper()
+	var got string
+	var err error
+	for deadline := time.Now().Add(timeout); ; time.Sleep(200 * time.Millisecond) {
+		if got, err = exchange(from, network, addr); err == nil && got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s → %s: answer %q, error %v; want %q", network, from, addr, got, err, want)
+		}
+	}
+}
