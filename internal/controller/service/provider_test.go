@@ -35,8 +35,8 @@ func TestServiceOnTheOVNProvider(t *testing.T) {
 			},
 		},
 		{
-			name: "ClientIP affinity is balanced by source IP and port, with a Warning that says so",
-			svc:  service(func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }, three...),
+			name:       "ClientIP affinity is balanced by source IP and port, with a Warning that says so",
+			svc:        service(func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }, three...),
 			wantWrites: 1, warning: "has no source-IP algorithm",
 		},
 		{
