@@ -91,8 +91,15 @@ func sameMembers(cur []openstack.Member, want []openstack.MemberSpec) bool {
 	if len(cur) != len(want) {
 		return false
 	}
+	// Octavia's status tree, read once per load balancer, names no member's subnet; an address belongs to
+	// one subnet, so address and port identify a member. A subnet Octavia does name must match.
+	withSubnet := slices.ContainsFunc(cur, func(m openstack.Member) bool { return m.SubnetID != "" })
 	key := func(addr string, port int, subnet string) string {
-		return addr + ":" + strconv.Itoa(port) + "@" + subnet
+		k := addr + ":" + strconv.Itoa(port)
+		if withSubnet {
+			k += "@" + subnet
+		}
+		return k
 	}
 	a := make([]string, 0, len(cur))
 	for _, m := range cur {

@@ -90,6 +90,9 @@ type LoadBalancing interface {
 	DeletePool(ctx context.Context, id string) error
 
 	ListMembers(ctx context.Context, poolID string) ([]Member, error)
+	// LoadBalancerMembers reads the members of every pool of a load balancer in one request (the status
+	// tree), by pool ID; only pools on a listener are in it, and members carry no SubnetID.
+	LoadBalancerMembers(ctx context.Context, loadBalancerID string) (map[string][]Member, error)
 	// ReplaceMembers sets the whole member list of a pool in one request.
 	ReplaceMembers(ctx context.Context, poolID string, members []MemberSpec) error
 }

@@ -123,6 +123,9 @@ func Operation(method, path, _ string) string {
 func verbOf(method, resource, last string) (string, string) {
 	switch method {
 	case http.MethodGet:
+		if last == "status" {
+			return "loadbalancer", "status" // a load balancer's status tree
+		}
 		if looksLikeID(last) {
 			return resource, "get"
 		}

@@ -123,6 +123,31 @@ func (o *octavia) DeletePool(ctx context.Context, id string) error {
 	return wrap("octavia pool delete", pools.Delete(ctx, o.c, id).ExtractErr())
 }
 
+func (o *octavia) LoadBalancerMembers(ctx context.Context, lbID string) (map[string][]Member, error) {
+	var r struct {
+		Statuses struct {
+			LoadBalancer struct {
+				Listeners []struct {
+					Pools []struct {
+						ID      string   `json:"id"`
+						Members []Member `json:"members"`
+					} `json:"pools"`
+				} `json:"listeners"`
+			} `json:"loadbalancer"`
+		} `json:"statuses"`
+	}
+	if err := loadbalancers.GetStatuses(ctx, o.c, lbID).ExtractInto(&r); err != nil {
+		return nil, wrap("octavia loadbalancer status", err)
+	}
+	out := map[string][]Member{}
+	for _, l := range r.Statuses.LoadBalancer.Listeners {
+		for _, p := range l.Pools {
+			out[p.ID] = p.Members
+		}
+	}
+	return out, nil
+}
+
 func (o *octavia) ListMembers(ctx context.Context, poolID string) ([]Member, error) {
 	return allPages[Member](ctx, "octavia member list",
 		pools.ListMembers(o.c, poolID, pools.ListMembersOpts{}), labelled("members"))

@@ -123,9 +123,23 @@ func servedPool(w octavia.Listener, cur octavia.Current) annotations.Pool {
 		if cp.ListenerID == p.ListenerID && p.ListenerID != "" {
 			p.ID = cp.ID
 			for _, m := range cur.Members[cp.ID] {
-				p.Members = append(p.Members, annotations.Member{Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID})
+				p.Members = append(p.Members, annotations.Member{Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: subnetOf(m, w)})
 			}
 		}
 	}
 	return p
+}
+
+// subnetOf is m's subnet: as Octavia names it, or else (its status tree names none) the wanted member's at the
+// same address and port.
+func subnetOf(m openstack.Member, w octavia.Listener) string {
+	if m.SubnetID != "" {
+		return m.SubnetID
+	}
+	for _, wm := range w.Members {
+		if wm.Address == m.Address && wm.ProtocolPort == m.ProtocolPort {
+			return wm.SubnetID
+		}
+	}
+	return ""
 }

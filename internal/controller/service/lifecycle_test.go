@@ -808,10 +808,13 @@ func TestServiceCallCounts(t *testing.T) {
 			if got := w.n.Writes - nw0; got != 1 {
 				t.Errorf("%d Neutron writes, want 1 (the VIP port)", got)
 			}
-			// One reconcile per write and one to confirm; each lists the load balancers, listeners, pools and
-			// the members of every pool present.
-			if bound := (3*ports + 2) * (3 + ports); reads > bound {
-				t.Errorf("%d Octavia reads, more than %d", reads, bound)
+			// Each reconcile reads at most the load balancers, then its listeners, its pools and the members of
+			// all its pools (the status tree): four reads, however many ports.
+			if bound := 4 * reconciles; reads > bound {
+				t.Errorf("%d Octavia reads in %d reconciles, more than %d", reads, reconciles, bound)
+			}
+			if w.o.Calls["ListMembers"] != 0 {
+				t.Errorf("%d member lists of single pools, want none", w.o.Calls["ListMembers"])
 			}
 		})
 	}

@@ -549,13 +549,8 @@ func (r *Reconciler) current(ctx context.Context, lbID string) (octavia.Current,
 	if cur.Pools, err = r.LB.ListPools(ctx, lbID); err != nil {
 		return cur, err
 	}
-	cur.Members = map[string][]openstack.Member{}
-	for _, p := range cur.Pools {
-		if cur.Members[p.ID], err = r.LB.ListMembers(ctx, p.ID); err != nil {
-			return cur, err
-		}
-	}
-	return cur, nil
+	cur.Members, err = r.LB.LoadBalancerMembers(ctx, lbID)
+	return cur, err
 }
 
 func (r *Reconciler) apply(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, s octavia.Step) error {

@@ -516,6 +516,33 @@ func (o *Octavia) ListMembers(_ context.Context, poolID string) ([]openstack.Mem
 	return slices.Clone(s.members[poolID]), nil
 }
 
+// LoadBalancerMembers implements openstack.LoadBalancing as Octavia's status tree does: the members of the
+// pools that are on a listener, without their subnets.
+func (o *Octavia) LoadBalancerMembers(_ context.Context, lbID string) (map[string][]openstack.Member, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("LoadBalancerMembers", false); err != nil {
+		return nil, err
+	}
+	s, ok := o.lbs[lbID]
+	if !ok {
+		return nil, octaviaNotFound("LoadBalancerMembers", "Load Balancer", lbID)
+	}
+	out := map[string][]openstack.Member{}
+	for _, p := range s.pools {
+		if p.ListenerID == "" {
+			continue
+		}
+		ms := make([]openstack.Member, 0, len(s.members[p.ID]))
+		for _, m := range s.members[p.ID] {
+			m.SubnetID = ""
+			ms = append(ms, m)
+		}
+		out[p.ID] = ms
+	}
+	return out, nil
+}
+
 // ReplaceMembers implements openstack.LoadBalancing: the batch update. A member already in the pool (same
 // address and port) keeps its ID.
 func (o *Octavia) ReplaceMembers(_ context.Context, poolID string, members []openstack.MemberSpec) error {
