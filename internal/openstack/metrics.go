@@ -66,7 +66,7 @@ func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // callTimeout bounds one request, its answer read; slowCallTimeout bounds a load balancer create, which
-// carries the whole graph of a Service (Octavia's OVN provider took 106 s for 100 listeners with a member each).
+// carries the whole graph of a Service (Octavia with the OVN provider takes minutes for 100 listeners on a busy machine).
 const (
 	callTimeout     = 60 * time.Second
 	slowCallTimeout = 5 * time.Minute

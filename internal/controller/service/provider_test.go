@@ -153,3 +153,17 @@ func TestSlicesPending(t *testing.T) {
 		})
 	}
 }
+
+func TestProviderVIPPortConflictIsExplained(t *testing.T) {
+	w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
+	w.r.Provider = provider(t, "ovn")
+	w.o.FailStatus("CreateLoadBalancer", 1, 500, "Provider 'ovn' reports error: IP address "+clusterIP+" already allocated in subnet s")
+	if _, err := w.reconcile(t); err == nil {
+		t.Fatal("no error from a refused create")
+	}
+	if ws := w.warnings(); !hasWarning(ws, "LoadBalancerCreateServerError", "ovn-lb-vip-<ID>") {
+		t.Fatalf("Warnings %q do not say which port to delete", ws)
+	}
+	w.mustConverge(t) // Octavia accepts the next create
+	checkLoadBalancer(t, w)
+}

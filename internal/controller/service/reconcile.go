@@ -2,20 +2,15 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,9 +24,6 @@ import (
 	"github.com/raven-net/raven/internal/ownership"
 	"github.com/raven-net/raven/pkg/annotations"
 )
-
-// VIPDeviceOwner marks the VIP ports Raven makes for load balancers.
-const VIPDeviceOwner = "raven:vip"
 
 // pending is how long Raven waits before looking at a load balancer Octavia is still changing.
 const pending = 500 * time.Millisecond
@@ -60,14 +52,6 @@ type Reconciler struct {
 	// restart each is asked once more.
 	refusals sync.Map // string → refusal
 }
-
-type refusal struct {
-	until time.Time
-	what  string // the step and Octavia's answer
-}
-
-// refusalRetry is how long Raven waits before asking Octavia again for a change it refused.
-const refusalRetry = 30 * time.Second
 
 // Reconcile makes Octavia and Neutron match the Service as it is now. It never waits for Octavia: while
 // a load balancer is PENDING_* it returns and looks again shortly.
@@ -117,28 +101,20 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	if err := r.checkClusterIP(svc); err != nil {
 		return reconcile.Result{}, err
 	}
-	var vip openstack.Port
-	if !r.Provider.MakesVIPPort {
-		var err error
-		if vip, err = r.ensureVIP(ctx, svc); err != nil {
-			r.warn(svc, "VIPPortCreate", "creating the VIP port", err)
-			return reconcile.Result{}, err
-		}
-	}
-	var eps discoveryv1.EndpointSliceList
-	if err := r.Client.List(ctx, &eps, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+	vip, err := r.ownVIPPort(ctx, svc)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	want, problems := octavia.Desired(svc, eps.Items, r.subnetFor, r.Provider)
-	for _, p := range problems {
-		r.warn(svc, "UnsupportedPort", "building the listeners", errors.New(p))
+	want, waitSlices, err := r.desired(ctx, svc)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	lb, err := r.ensureLoadBalancer(ctx, svc, vip, want, slicesPending(svc, eps.Items, time.Now()))
+	lb, err := r.ensureLoadBalancer(ctx, svc, vip, want, waitSlices)
 	if errors.Is(err, errOldDeleting) || errors.Is(err, errSlicesPending) {
 		return reconcile.Result{RequeueAfter: pending}, nil
 	}
 	if err != nil {
-		r.warn(svc, "LoadBalancerCreate", "creating the load balancer", err)
+		r.warn(svc, "LoadBalancerCreate", "creating the load balancer", r.explainCreate(svc, err))
 		return reconcile.Result{}, err
 	}
 	if r.Provider.MakesVIPPort {
@@ -147,7 +123,40 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	if lb.ProvisioningStatus != "ACTIVE" {
 		return r.waitForActive(ctx, svc, lb)
 	}
-	cur, err := r.current(ctx, lb.ID)
+	return r.build(ctx, svc, vip, lb, want)
+}
+
+// ownVIPPort is the VIP port Raven makes for a provider that takes one (none for a provider that makes its own).
+func (r *Reconciler) ownVIPPort(ctx context.Context, svc *corev1.Service) (openstack.Port, error) {
+	if r.Provider.MakesVIPPort {
+		return openstack.Port{}, nil
+	}
+	vip, err := r.Neutron.EnsureVIPPort(ctx, neutron.VIP{Owner: r.owner(svc), Name: svc.Name, Address: svc.Spec.ClusterIP,
+		Description: "VIP of service " + svc.Namespace + "/" + svc.Name})
+	if err != nil {
+		r.warn(svc, "VIPPortCreate", "creating the VIP port", err)
+	}
+	return vip, err
+}
+
+// desired is the listeners the Service needs now, and whether a new load balancer should wait for the
+// Service's EndpointSlices; what cannot be served as asked gets a Warning.
+func (r *Reconciler) desired(ctx context.Context, svc *corev1.Service) ([]octavia.Listener, bool, error) {
+	var eps discoveryv1.EndpointSliceList
+	if err := r.Client.List(ctx, &eps, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+		return nil, false, err
+	}
+	want, problems := octavia.Desired(svc, eps.Items, r.subnetFor, r.Provider)
+	for _, p := range problems {
+		r.warn(svc, "UnsupportedPort", "building the listeners", errors.New(p))
+	}
+	return want, slicesPending(svc, eps.Items, time.Now()), nil
+}
+
+// build takes an ACTIVE load balancer one step closer to want; once there, it sets up the floating IP and
+// writes the Service's annotations and status.
+func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBalancer, want []octavia.Listener) (reconcile.Result, error) {
+	cur, err := octavia.Read(ctx, r.LB, lb.ID)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -181,6 +190,18 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	return reconcile.Result{RequeueAfter: retry}, nil
 }
 
+// explainCreate adds to a create error what an operator can do about it. A provider that makes its own VIP
+// port leaves it behind when Octavia refuses the rest of the create (Octavia 11 with ovn-octavia-provider
+// 3.0.0: a listener quota met by a fully populated create); the port, which Raven does not own, then holds
+// the clusterIP.
+func (r *Reconciler) explainCreate(svc *corev1.Service, err error) error {
+	if !r.Provider.MakesVIPPort || !strings.Contains(err.Error(), "already allocated") {
+		return err
+	}
+	return fmt.Errorf("%w; another port on the service subnet holds the clusterIP %s. A port named ovn-lb-vip-<ID> whose load balancer does not exist was left by a create Octavia refused: delete it, and Raven builds the load balancer",
+		err, svc.Spec.ClusterIP)
+}
+
 // checkClusterIP refuses, for good, a Service whose clusterIP is outside the service subnet (or a cluster
 // without one): no load balancer can have it as its VIP.
 func (r *Reconciler) checkClusterIP(svc *corev1.Service) error {
@@ -211,16 +232,6 @@ func (r *Reconciler) waitForActive(ctx context.Context, svc *corev1.Service, lb 
 			lb.ID, lb.ProvisioningStatus, since.Format(time.RFC3339)))
 	}
 	return reconcile.Result{RequeueAfter: pollAfter(since, time.Now())}, nil
-}
-
-// announce writes the Service's VIP and pool annotations as Octavia serves them now.
-func (r *Reconciler) announce(ctx context.Context, svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBalancer,
-	fip *openstack.FloatingIP, want []octavia.Listener, cur octavia.Current) error {
-	a, err := Annotations(svc, vip, lb, fip, want, cur)
-	if err != nil {
-		return err
-	}
-	return r.patchAnnotations(ctx, svc, a)
 }
 
 // applyNext applies the first step of the plan that Octavia accepts: Octavia locks the load balancer while
@@ -272,126 +283,8 @@ func (r *Reconciler) applyNext(ctx context.Context, svc *corev1.Service, lb *ope
 	return false, retry, nil
 }
 
-// reportRefusals raises one Warning event when Octavia refused something anew: the first new refusal names
-// the reason (LoadBalancerRefused<Kind>), the message lists every change refused now.
-func (r *Reconciler) reportRefusals(svc *corev1.Service, lb *openstack.LoadBalancer, refused []string, fresh []error) {
-	if len(fresh) == 0 {
-		return
-	}
-	r.warn(svc, "LoadBalancerRefused", fmt.Sprintf("Octavia refused %d change(s) of load balancer %s; the other ports are served", len(refused), lb.ID),
-		refusedError{first: fresh[0], all: refused})
-}
-
-// refusedError carries the first new refusal (for its kind) and the text of all current ones.
-type refusedError struct {
-	first error
-	all   []string
-}
-
-// Error lists the refusals, within what an Event's message may hold (1024 bytes).
-func (e refusedError) Error() string {
-	const limit = 900
-	var b strings.Builder
-	for i, what := range e.all {
-		if r := []rune(what); len(r) > 200 {
-			what = string(r[:200]) + "…"
-		}
-		if b.Len()+len(what) > limit {
-			fmt.Fprintf(&b, "; and %d more", len(e.all)-i)
-			break
-		}
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(what)
-	}
-	return b.String()
-}
-func (e refusedError) Unwrap() error { return e.first }
-
-func shortest(a, b time.Duration) time.Duration {
-	if a == 0 || b < a {
-		return b
-	}
-	return a
-}
-
-// specHash tells two versions of a step apart (other members, another algorithm).
-func specHash(s octavia.Step) string {
-	h := fnv.New64a()
-	_, _ = fmt.Fprintf(h, "%s|%s|%v", s.ID, s.Listener.Algorithm, s.Listener.Members)
-	return strconv.FormatUint(h.Sum64(), 36)
-}
-
-// pruneRefusals forgets refusals whose time is up, so that ports removed or changed since do not pile up.
-func (r *Reconciler) pruneRefusals(now time.Time) {
-	r.dropRefusals(func(_ string, ref refusal) bool { return !now.Before(ref.until) })
-}
-
-// forgetRefusals drops what Octavia refused for a Service that no longer needs a load balancer.
-func (r *Reconciler) forgetRefusals(uid string) {
-	r.dropRefusals(func(key string, _ refusal) bool { return strings.HasPrefix(key, uid+"|") })
-}
-
-func (r *Reconciler) dropRefusals(drop func(key string, ref refusal) bool) {
-	r.refusals.Range(func(k, v any) bool {
-		if drop(k.(string), v.(refusal)) {
-			r.refusals.Delete(k)
-		}
-		return true
-	})
-}
-
 func (r *Reconciler) owner(svc *corev1.Service) ownership.Owner {
 	return ownership.Owner{Cluster: r.Neutron.C.ID, Kind: ownership.KindService, UID: string(svc.UID), Name: svc.Namespace + "/" + svc.Name}
-}
-
-// ensureVIP finds or creates the VIP port whose fixed IP is the clusterIP.
-func (r *Reconciler) ensureVIP(ctx context.Context, svc *corev1.Service) (openstack.Port, error) {
-	c := r.Neutron.C
-	for _, p := range r.Neutron.X.PortsOf(string(svc.UID)) {
-		if len(p.FixedIPs) > 0 && p.FixedIPs[0].IPAddress == svc.Spec.ClusterIP {
-			return p, nil
-		}
-	}
-	// Not in the index: maybe made by an earlier run whose index is gone; ask Neutron by tag.
-	owner := r.owner(svc)
-	found, err := r.Neutron.N.ListPorts(ctx, openstack.Filter{NetworkID: c.ServiceNetworkID, Tags: owner.Tags()[:3]})
-	if err != nil {
-		return openstack.Port{}, err
-	}
-	for _, p := range found {
-		if len(p.FixedIPs) > 0 && p.FixedIPs[0].IPAddress == svc.Spec.ClusterIP {
-			r.Neutron.X.PutPort(c.ID, p)
-			return p, nil
-		}
-		// A VIP port with another address: the clusterIP changed (the Service was recreated).
-		if err := openstack.IgnoreNotFound(r.Neutron.N.DeletePort(ctx, p.ID)); err != nil {
-			return openstack.Port{}, err
-		}
-		r.Neutron.X.DropPort(p.ID)
-	}
-	spec := openstack.PortSpec{
-		Name: svc.Name, NetworkID: c.ServiceNetworkID, SubnetID: c.ServiceSubnet.ID, IPAddress: svc.Spec.ClusterIP,
-		DeviceOwner: VIPDeviceOwner, DeviceID: string(svc.UID), Description: "VIP of service " + svc.Namespace + "/" + svc.Name,
-		Tags: owner.Tags(),
-	}
-	p, err := r.Neutron.N.CreatePort(ctx, spec)
-	if err != nil {
-		return openstack.Port{}, err
-	}
-	if c.Caps.TagsOnPortCreate {
-		if err := neutron.KeepTags(ctx, r.Neutron.N, p, spec.Tags); err != nil {
-			return openstack.Port{}, err
-		}
-	} else {
-		if err := r.Neutron.N.ReplaceTags(ctx, openstack.ResourcePorts, p.ID, owner.Tags()); err != nil {
-			return openstack.Port{}, err
-		}
-		p.Tags = owner.Tags()
-	}
-	r.Neutron.X.PutPort(c.ID, *p)
-	return *p, nil
 }
 
 // errSlicesPending: the load balancer waits for the Service's EndpointSlices, so that its one create carries
@@ -418,53 +311,81 @@ var errOldDeleting = errors.New("the old load balancer is still being deleted")
 // waitSlices holds a create on a provider that builds the whole graph at once until the members are known.
 func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service, vip openstack.Port, want []octavia.Listener, waitSlices bool) (*openstack.LoadBalancer, error) {
 	owner := r.owner(svc)
-	lbs, err := r.LB.ListLoadBalancers(ctx, owner.Tags()[:3])
+	lbs, err := octavia.Owned(ctx, r.LB, owner.Tags()[:3])
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(lbs, func(a, b openstack.LoadBalancer) int { return a.CreatedAt.Compare(b.CreatedAt.Time) })
-	var keep *openstack.LoadBalancer
-	deleting := false
+	keep, deleting, err := r.pick(ctx, svc, vip, lbs)
+	switch {
+	case err != nil:
+		return nil, err
+	case keep != nil:
+		return keep, nil
+	case deleting && r.Provider.MakesVIPPort:
+		// The provider's new VIP port would ask for the address the old one still holds.
+		return nil, errOldDeleting
+	case waitSlices && r.Provider.FullyPopulated:
+		return nil, errSlicesPending
+	}
+	return r.create(ctx, svc, vip, want)
+}
+
+// pick chooses the load balancer to keep among lbs (oldest first) and deletes the others: in ERROR, stale
+// (another VIP or provider), duplicates. deleting says whether one of them is still being deleted.
+func (r *Reconciler) pick(ctx context.Context, svc *corev1.Service, vip openstack.Port, lbs []openstack.LoadBalancer) (keep *openstack.LoadBalancer, deleting bool, err error) {
 	for i := range lbs {
 		lb := &lbs[i]
 		switch {
 		case lb.ProvisioningStatus == "PENDING_DELETE":
 			deleting = true
+			continue
 		case lb.ProvisioningStatus == "ERROR":
 			r.warn(svc, "LoadBalancerError", "load balancer "+lb.ID+" is in ERROR; rebuilding it", errors.New("ERROR"))
-			if err := r.deleteLoadBalancer(ctx, lb.ID); err != nil {
-				return nil, err
-			}
 			deleting = true
 		case r.stale(svc, lb, vip):
-			if err := r.deleteLoadBalancer(ctx, lb.ID); err != nil {
-				return nil, err
-			}
 			deleting = true
 		case keep == nil:
 			keep = lb
-		default:
-			if err := r.deleteLoadBalancer(ctx, lb.ID); err != nil {
-				return nil, err
-			}
+			continue
+		}
+		if err := octavia.Delete(ctx, r.LB, lb.ID); err != nil {
+			return nil, deleting, err
 		}
 	}
-	if keep != nil {
-		return keep, nil
-	}
-	if deleting && r.Provider.MakesVIPPort {
-		// The provider's new VIP port would ask for the address the old one still holds.
-		return nil, errOldDeleting
-	}
-	if waitSlices && r.Provider.FullyPopulated {
-		return nil, errSlicesPending
-	}
+	return keep, deleting, nil
+}
+
+// create creates the Service's load balancer, with its whole graph where the provider allows.
+func (r *Reconciler) create(ctx context.Context, svc *corev1.Service, vip openstack.Port, want []octavia.Listener) (*openstack.LoadBalancer, error) {
+	owner := r.owner(svc)
 	if r.Provider.MakesVIPPort {
-		if err := r.dropOwnVIPPorts(ctx, svc); err != nil {
+		// Raven's own VIP port (made while the provider was amphora) holds the address the provider's needs.
+		if err := r.Neutron.DropVIPPorts(ctx, owner); err != nil {
 			return nil, err
 		}
 	}
-	return r.createLoadBalancer(ctx, svc, vip, want)
+	spec := openstack.LoadBalancerSpec{
+		Name: svc.Namespace + "/" + svc.Name, Description: "Kubernetes service " + svc.Namespace + "/" + svc.Name,
+		VipSubnetID: r.Neutron.C.ServiceSubnet.ID, VipAddress: svc.Spec.ClusterIP, Tags: owner.Tags(),
+	}
+	if !r.Provider.MakesVIPPort {
+		spec.VipPortID = vip.ID
+	}
+	lb, refused, err := octavia.Create(ctx, r.LB, r.Provider, spec, want)
+	log := klog.FromContext(ctx)
+	if refused != nil {
+		log.Info("Octavia refused the load balancer with its listeners; building it step by step", "err", refused.Error())
+	}
+	if err != nil {
+		return nil, err
+	}
+	built := 0
+	if refused == nil && r.Provider.FullyPopulated {
+		built = len(want)
+	}
+	log.V(1).Info("Created load balancer", "loadBalancer", lb.ID, "vip", svc.Spec.ClusterIP, "listeners", built)
+	r.event(svc, "LoadBalancerCreated", "Create", "load balancer %s with VIP %s and %d listener(s)", lb.ID, svc.Spec.ClusterIP, built)
+	return lb, nil
 }
 
 // stale says whether lb was built for another VIP or another provider than the Service needs now.
@@ -476,239 +397,6 @@ func (r *Reconciler) stale(svc *corev1.Service, lb *openstack.LoadBalancer, vip 
 		return lb.VipAddress != svc.Spec.ClusterIP
 	}
 	return lb.VipPortID != vip.ID
-}
-
-// dropOwnVIPPorts deletes the VIP ports Raven made for the Service under a provider that takes its port
-// (the provider was amphora before): they hold the clusterIP the provider's own port needs.
-func (r *Reconciler) dropOwnVIPPorts(ctx context.Context, svc *corev1.Service) error {
-	ports, err := r.Neutron.N.ListPorts(ctx, openstack.Filter{NetworkID: r.Neutron.C.ServiceNetworkID, Tags: r.owner(svc).Tags()[:3]})
-	if err != nil {
-		return err
-	}
-	for _, p := range ports {
-		if err := openstack.IgnoreNotFound(r.Neutron.N.DeletePort(ctx, p.ID)); err != nil {
-			return err
-		}
-		r.Neutron.X.DropPort(p.ID)
-	}
-	return nil
-}
-
-// createLoadBalancer creates the Service's load balancer: with its whole graph in one request when the
-// provider builds one, else bare (Plan adds listeners, pools and members one step at a time). When Octavia
-// refuses the graph (one port it cannot serve, a quota), the load balancer is created bare, so that the plan
-// builds what Octavia accepts and reports the rest.
-func (r *Reconciler) createLoadBalancer(ctx context.Context, svc *corev1.Service, vip openstack.Port, want []octavia.Listener) (*openstack.LoadBalancer, error) {
-	owner := r.owner(svc)
-	spec := openstack.LoadBalancerSpec{
-		Name: svc.Namespace + "/" + svc.Name, Description: "Kubernetes service " + svc.Namespace + "/" + svc.Name,
-		VipSubnetID: r.Neutron.C.ServiceSubnet.ID, VipAddress: svc.Spec.ClusterIP, Provider: r.Provider.Name, Tags: owner.Tags(),
-	}
-	if !r.Provider.MakesVIPPort {
-		spec.VipPortID = vip.ID
-	}
-	log := klog.FromContext(ctx)
-	if r.Provider.FullyPopulated && len(want) > 0 {
-		full := spec
-		full.Listeners = octavia.Graph(want, owner.Tags())
-		lb, err := r.LB.CreateLoadBalancer(ctx, full)
-		if err == nil {
-			log.V(1).Info("Created load balancer with its listeners", "loadBalancer", lb.ID, "vip", svc.Spec.ClusterIP, "listeners", len(want))
-			r.event(svc, "LoadBalancerCreated", "Create", "load balancer %s with VIP %s and %d listener(s)", lb.ID, svc.Spec.ClusterIP, len(want))
-			return lb, nil
-		}
-		if !openstack.Rejected(err) {
-			return nil, err
-		}
-		log.Info("Octavia refused the load balancer with its listeners; building it step by step", "err", err.Error())
-	}
-	lb, err := r.LB.CreateLoadBalancer(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	log.V(1).Info("Created load balancer", "loadBalancer", lb.ID, "vip", svc.Spec.ClusterIP)
-	r.event(svc, "LoadBalancerCreated", "Create", "load balancer %s with VIP %s", lb.ID, svc.Spec.ClusterIP)
-	return lb, nil
-}
-
-// deleteLoadBalancer deletes a load balancer Raven does not keep. Gone already is fine, and so is busy:
-// the next reconcile asks again.
-func (r *Reconciler) deleteLoadBalancer(ctx context.Context, id string) error {
-	if err := openstack.IgnoreNotFound(r.LB.DeleteLoadBalancer(ctx, id)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
-		return err
-	}
-	return nil
-}
-
-func (r *Reconciler) current(ctx context.Context, lbID string) (octavia.Current, error) {
-	var cur octavia.Current
-	var err error
-	if cur.Listeners, err = r.LB.ListListeners(ctx, lbID); err != nil {
-		return cur, err
-	}
-	if cur.Pools, err = r.LB.ListPools(ctx, lbID); err != nil {
-		return cur, err
-	}
-	cur.Members, err = r.LB.LoadBalancerMembers(ctx, lbID)
-	return cur, err
-}
-
-func (r *Reconciler) apply(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, s octavia.Step) error {
-	log := klog.FromContext(ctx)
-	tags := r.owner(svc).Tags()
-	var err error
-	switch s.Kind {
-	case octavia.DeletePool:
-		err = openstack.IgnoreNotFound(r.LB.DeletePool(ctx, s.ID))
-	case octavia.DeleteListener:
-		err = openstack.IgnoreNotFound(r.LB.DeleteListener(ctx, s.ID))
-	case octavia.CreateListener:
-		_, err = r.LB.CreateListener(ctx, openstack.ListenerSpec{LoadBalancerID: lb.ID, Name: s.Listener.Name,
-			Protocol: s.Listener.Protocol, ProtocolPort: s.Listener.Port, Tags: tags})
-	case octavia.CreatePool:
-		_, err = r.LB.CreatePool(ctx, openstack.PoolSpec{ListenerID: s.ID, Name: s.Listener.PoolName(), Protocol: s.Listener.Protocol,
-			LBAlgorithm: s.Listener.Algorithm, Tags: tags})
-	case octavia.ReplaceMembers:
-		err = r.LB.ReplaceMembers(ctx, s.ID, s.Listener.Members)
-		if err == nil {
-			r.event(svc, "MembersUpdated", "Update", "pool %s (%s %d): %d members", s.ID, s.Listener.Protocol, s.Listener.Port, len(s.Listener.Members))
-		}
-	}
-	if err == nil {
-		log.V(2).Info("Applied load balancer change", "step", s.Kind, "id", s.ID, "port", s.Listener.Port, "members", len(s.Listener.Members))
-	}
-	return err
-}
-
-// ensureFloatingIP makes the Service's floating IP match FloatingIP(): created with the wanted address,
-// associated with the VIP port, moved or released when that changes.
-func (r *Reconciler) ensureFloatingIP(ctx context.Context, svc *corev1.Service, vip openstack.Port) (*openstack.FloatingIP, error) {
-	c := r.Neutron.C
-	addr, want, ignored := FloatingIP(svc, c.ExternalSubnet)
-	for _, why := range ignored {
-		r.warn(svc, "ExternalIPIgnored", "choosing the floating IP", errors.New(why))
-	}
-	owner := r.owner(svc)
-	fips, err := r.Neutron.N.ListFloatingIPs(ctx, openstack.Filter{Tags: owner.Tags()[:3]})
-	if err != nil {
-		return nil, err
-	}
-	var keep *openstack.FloatingIP
-	for i := range fips {
-		f := &fips[i]
-		if want && keep == nil && (addr == "" || f.FloatingIP == addr) {
-			keep = f
-			continue
-		}
-		if err := openstack.IgnoreNotFound(r.Neutron.N.DeleteFloatingIP(ctx, f.ID)); err != nil {
-			return nil, err
-		}
-		r.event(svc, "FloatingIPReleased", "Delete", "floating IP %s released", f.FloatingIP)
-	}
-	if !want {
-		return nil, nil
-	}
-	if keep == nil {
-		if c.ExternalNetworkID == "" {
-			return nil, reconcile.TerminalError(errors.New("no external network configured"))
-		}
-		f, err := r.Neutron.CreateFloatingIP(ctx, openstack.FloatingIPSpec{FloatingNetworkID: c.ExternalNetworkID, FloatingIP: addr,
-			PortID: vip.ID}, owner.Tags())
-		if err != nil {
-			return nil, err
-		}
-		r.event(svc, "FloatingIPCreated", "Create", "floating IP %s on VIP %s", f.FloatingIP, svc.Spec.ClusterIP)
-		return f, nil
-	}
-	if keep.PortID != vip.ID {
-		return r.Neutron.N.UpdateFloatingIPPort(ctx, keep.ID, vip.ID)
-	}
-	return keep, nil
-}
-
-func (r *Reconciler) patchStatus(ctx context.Context, svc *corev1.Service, fip *openstack.FloatingIP) error {
-	var ingress []corev1.LoadBalancerIngress
-	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && fip != nil {
-		ingress = []corev1.LoadBalancerIngress{{IP: fip.FloatingIP}}
-	}
-	cur := svc.Status.LoadBalancer.Ingress
-	if len(cur) == len(ingress) && (len(cur) == 0 || cur[0].IP == ingress[0].IP) {
-		return nil
-	}
-	body, err := json.Marshal(map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": ingress}}})
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, svc, client.RawPatch(types.MergePatchType, body), client.FieldOwner(annotations.FieldManager)))
-}
-
-// announceStatus writes the load balancer's provisioning status into an existing VIP annotation when it
-// changed, so that the annotation shows the last status Raven saw (PENDING_* while Octavia works).
-func (r *Reconciler) announceStatus(ctx context.Context, svc *corev1.Service, status string) error {
-	var v annotations.VIP
-	if ok, err := annotations.Decode(svc.Annotations, annotations.ServiceVIP, &v); !ok || err != nil || v.ProvisioningStatus == status {
-		return nil // not announced yet (or unreadable: the next full write replaces it)
-	}
-	v.ProvisioningStatus = status
-	enc, err := annotations.Encode(v)
-	if err != nil {
-		return err
-	}
-	return r.patchAnnotations(ctx, svc, map[string]*string{annotations.ServiceVIP: &enc})
-}
-
-func (r *Reconciler) patchAnnotations(ctx context.Context, svc *corev1.Service, want map[string]*string) error {
-	changes := annotations.Changes(svc.Annotations, want)
-	if len(changes) == 0 {
-		return nil
-	}
-	body, err := annotations.MergePatch(changes)
-	if err != nil {
-		return err
-	}
-	return client.IgnoreNotFound(r.Client.Patch(ctx, svc, client.RawPatch(types.MergePatchType, body), client.FieldOwner(annotations.FieldManager)))
-}
-
-// Teardown deletes every OpenStack object of the service with this UID: the floating IP, the load balancer
-// (cascade) and, once Octavia has let go of it, the VIP port. It returns false while Octavia is still
-// deleting. The reconciler and the sweep both use it.
-func Teardown(ctx context.Context, nm *neutron.Manager, lbc openstack.LoadBalancing, uid string) (bool, error) {
-	tags := ownership.Owner{Cluster: nm.C.ID, Kind: ownership.KindService, UID: uid}.Tags()
-	fips, err := nm.N.ListFloatingIPs(ctx, openstack.Filter{Tags: tags})
-	if err != nil {
-		return false, err
-	}
-	for _, f := range fips {
-		if err := openstack.IgnoreNotFound(nm.N.DeleteFloatingIP(ctx, f.ID)); err != nil {
-			return false, err
-		}
-	}
-	lbs, err := lbc.ListLoadBalancers(ctx, tags)
-	if err != nil {
-		return false, err
-	}
-	for _, lb := range lbs {
-		if lb.ProvisioningStatus == "PENDING_DELETE" {
-			continue
-		}
-		if err := openstack.IgnoreNotFound(lbc.DeleteLoadBalancer(ctx, lb.ID)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
-			return false, err
-		}
-	}
-	if len(lbs) > 0 {
-		return false, nil
-	}
-	ports, err := nm.N.ListPorts(ctx, openstack.Filter{Tags: tags})
-	if err != nil {
-		return false, err
-	}
-	for _, p := range ports {
-		if err := openstack.IgnoreNotFound(nm.N.DeletePort(ctx, p.ID)); err != nil {
-			return false, err
-		}
-		nm.X.DropPort(p.ID)
-	}
-	return true, nil
 }
 
 // subnetFor finds the namespace subnet that holds a pod address.
@@ -745,4 +433,38 @@ func (r *Reconciler) event(svc *corev1.Service, reason, action, format string, a
 	if r.Recorder != nil {
 		r.Recorder.Eventf(svc, nil, corev1.EventTypeNormal, reason, action, format, args...)
 	}
+}
+
+func (r *Reconciler) apply(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, s octavia.Step) error {
+	if err := octavia.Apply(ctx, r.LB, lb.ID, s, r.owner(svc).Tags()); err != nil {
+		return err
+	}
+	if s.Kind == octavia.ReplaceMembers {
+		r.event(svc, "MembersUpdated", "Update", "pool %s (%s %d): %d members", s.ID, s.Listener.Protocol, s.Listener.Port, len(s.Listener.Members))
+	}
+	klog.FromContext(ctx).V(2).Info("Applied load balancer change", "step", s.Kind, "id", s.ID, "port", s.Listener.Port, "members", len(s.Listener.Members))
+	return nil
+}
+
+// ensureFloatingIP makes the Service's floating IP match FloatingIP(): created with the wanted address,
+// associated with the VIP port, moved or released when that changes.
+func (r *Reconciler) ensureFloatingIP(ctx context.Context, svc *corev1.Service, vip openstack.Port) (*openstack.FloatingIP, error) {
+	addr, want, ignored := FloatingIP(svc, r.Neutron.C.ExternalSubnet)
+	for _, why := range ignored {
+		r.warn(svc, "ExternalIPIgnored", "choosing the floating IP", errors.New(why))
+	}
+	fip, change, err := r.Neutron.EnsureFloatingIP(ctx, r.owner(svc), want, addr, vip.ID)
+	for _, a := range change.Released {
+		r.event(svc, "FloatingIPReleased", "Delete", "floating IP %s released", a)
+	}
+	if errors.Is(err, neutron.ErrNoExternalNetwork) {
+		return nil, reconcile.TerminalError(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if change.Created {
+		r.event(svc, "FloatingIPCreated", "Create", "floating IP %s on VIP %s", fip.FloatingIP, svc.Spec.ClusterIP)
+	}
+	return fip, nil
 }

@@ -11,6 +11,7 @@ import (
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
 )
@@ -29,7 +30,7 @@ func foreign(t *testing.T, w *world) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := w.n.CreatePort(ctx, openstack.PortSpec{NetworkID: w.m.C.ServiceNetworkID, DeviceOwner: VIPDeviceOwner, DeviceID: "gone-uid"})
+	port, err := w.n.CreatePort(ctx, openstack.PortSpec{NetworkID: w.m.C.ServiceNetworkID, DeviceOwner: neutron.VIPDeviceOwner, DeviceID: "gone-uid"})
 	if err != nil {
 		t.Fatal(err)
 	}

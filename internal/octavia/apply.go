@@ -1,0 +1,79 @@
+package octavia
+
+import (
+	"context"
+	"slices"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// Owned lists the load balancers that carry tags, oldest first.
+func Owned(ctx context.Context, lbc openstack.LoadBalancing, tags []string) ([]openstack.LoadBalancer, error) {
+	lbs, err := lbc.ListLoadBalancers(ctx, tags)
+	slices.SortFunc(lbs, func(a, b openstack.LoadBalancer) int { return a.CreatedAt.Compare(b.CreatedAt.Time) })
+	return lbs, err
+}
+
+// Read returns what Octavia holds for a load balancer in three reads, however many ports it serves: its
+// listeners, its pools, and the members of all its pools (the status tree).
+func Read(ctx context.Context, lbc openstack.LoadBalancing, lbID string) (Current, error) {
+	var cur Current
+	var err error
+	if cur.Listeners, err = lbc.ListListeners(ctx, lbID); err != nil {
+		return cur, err
+	}
+	if cur.Pools, err = lbc.ListPools(ctx, lbID); err != nil {
+		return cur, err
+	}
+	cur.Members, err = lbc.LoadBalancerMembers(ctx, lbID)
+	return cur, err
+}
+
+// Apply makes one step of a plan on the load balancer lbID; what it creates carries tags.
+func Apply(ctx context.Context, lbc openstack.LoadBalancing, lbID string, s Step, tags []string) error {
+	switch s.Kind {
+	case DeletePool:
+		return openstack.IgnoreNotFound(lbc.DeletePool(ctx, s.ID))
+	case DeleteListener:
+		return openstack.IgnoreNotFound(lbc.DeleteListener(ctx, s.ID))
+	case CreateListener:
+		_, err := lbc.CreateListener(ctx, openstack.ListenerSpec{LoadBalancerID: lbID, Name: s.Listener.Name,
+			Protocol: s.Listener.Protocol, ProtocolPort: s.Listener.Port, Tags: tags})
+		return err
+	case CreatePool:
+		_, err := lbc.CreatePool(ctx, openstack.PoolSpec{ListenerID: s.ID, Name: s.Listener.PoolName(), Protocol: s.Listener.Protocol,
+			LBAlgorithm: s.Listener.Algorithm, Tags: tags})
+		return err
+	case ReplaceMembers:
+		return lbc.ReplaceMembers(ctx, s.ID, s.Listener.Members)
+	}
+	return nil
+}
+
+// Create creates a load balancer: with its whole graph (want) in one request when the provider builds one,
+// else bare (Plan then adds listeners, pools and members one step at a time). When Octavia refuses the
+// graph (a port it cannot serve, a quota), the load balancer is created bare, so that the plan builds what
+// Octavia accepts; refused is that refusal. spec.Tags go on every object of the graph.
+func Create(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, spec openstack.LoadBalancerSpec, want []Listener) (lb *openstack.LoadBalancer, refused, err error) {
+	spec.Provider = prov.Name
+	if prov.FullyPopulated && len(want) > 0 {
+		full := spec
+		full.Listeners = Graph(want, spec.Tags)
+		lb, err := lbc.CreateLoadBalancer(ctx, full)
+		if err == nil || !openstack.Rejected(err) {
+			return lb, nil, err
+		}
+		refused = err
+	}
+	lb, err = lbc.CreateLoadBalancer(ctx, spec)
+	return lb, refused, err
+}
+
+// Delete deletes a load balancer with everything on it. Gone already is fine, and so is busy (Octavia is
+// applying a change): the caller asks again later.
+func Delete(ctx context.Context, lbc openstack.LoadBalancing, id string) error {
+	if err := openstack.IgnoreNotFound(lbc.DeleteLoadBalancer(ctx, id)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+		return err
+	}
+	return nil
+}
