@@ -124,7 +124,7 @@ func verbOf(method, resource, last string) (string, string) {
 	switch method {
 	case http.MethodGet:
 		if last == "status" {
-			return "loadbalancer", "status" // a load balancer's status tree
+			return "loadbalancer_status", "get" // a load balancer's status tree
 		}
 		if looksLikeID(last) {
 			return resource, "get"

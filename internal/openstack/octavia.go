@@ -137,7 +137,7 @@ func (o *octavia) LoadBalancerMembers(ctx context.Context, lbID string) (map[str
 		} `json:"statuses"`
 	}
 	if err := loadbalancers.GetStatuses(ctx, o.c, lbID).ExtractInto(&r); err != nil {
-		return nil, wrap("octavia loadbalancer status", err)
+		return nil, wrap("octavia loadbalancer_status get", err)
 	}
 	out := map[string][]Member{}
 	for _, l := range r.Statuses.LoadBalancer.Listeners {

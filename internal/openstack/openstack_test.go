@@ -20,7 +20,7 @@ func TestOperation(t *testing.T) {
 		{"PUT", "/v2/lbaas/pools/" + id + "/members", "octavia member batch_update"},
 		{"POST", "/v2/lbaas/loadbalancers", "octavia loadbalancer create"},
 		{"GET", "/v2.0/lbaas/listeners", "octavia listener list"},
-		{"GET", "/v2/lbaas/loadbalancers/" + id + "/status", "octavia loadbalancer status"},
+		{"GET", "/v2/lbaas/loadbalancers/" + id + "/status", "octavia loadbalancer_status get"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {

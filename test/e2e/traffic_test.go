@@ -244,6 +244,10 @@ func TestServiceWith100PortsCarriesTraffic(t *testing.T) {
 		expectAnswerWithin(t, 3*time.Minute, client, "tcp", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(10000+i)), backends[0])
 	}
 	t.Logf("all 100 ports answered %.1f s after the Service was created", time.Since(start).Seconds())
+	// OVN balances before Octavia answers the create: wait for the answer, then count.
+	eventually(t, 2*time.Minute, "Octavia's answer to the load balancer create", func() (bool, error) {
+		return r.metric(t, "raven_openstack_request_duration_seconds_count", isCreate) > creates, nil
+	})
 	if n := r.metric(t, "raven_openstack_request_duration_seconds_count", isCreate) - creates; n != 1 {
 		t.Errorf("%v load balancer creates for the 100-port Service, want 1 (the whole graph at once)", n)
 	}
