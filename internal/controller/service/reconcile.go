@@ -192,8 +192,8 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 
 // explainCreate adds to a create error what an operator can do about it. A provider that makes its own VIP
 // port leaves it behind when Octavia refuses the rest of the create (Octavia 11 with ovn-octavia-provider
-// 3.0.0: a listener quota met by a fully populated create); the port, which Raven does not own, then holds
-// the clusterIP.
+// 3.0.0: seen with a graph Octavia found invalid; Octavia checks the listener, pool and member quotas of a
+// graph at the same point, after the port exists); the port, which Raven does not own, then holds the clusterIP.
 func (r *Reconciler) explainCreate(svc *corev1.Service, err error) error {
 	if !r.Provider.MakesVIPPort || !strings.Contains(err.Error(), "already allocated") {
 		return err
