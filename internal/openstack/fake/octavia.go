@@ -291,13 +291,10 @@ func (o *Octavia) CreateLoadBalancer(_ context.Context, spec openstack.LoadBalan
 // creates check them.
 func (o *Octavia) addGraph(s *lbState, g openstack.ListenerGraph) error {
 	const method = "CreateLoadBalancer"
-	if g.Listener.ProtocolPort < 1 || g.Listener.ProtocolPort > 65535 {
-		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute protocol_port. Value: '%d'.", g.Listener.ProtocolPort))
+	if err := checkPort(method, g.Listener.ProtocolPort); err != nil {
+		return err
 	}
-	if !slices.Contains([]string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"}, g.Pool.LBAlgorithm) {
-		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute lb_algorithm. Value: '%s'.", g.Pool.LBAlgorithm))
-	}
-	if err := providerRefuses(method, s.lb.Provider, g.Pool.LBAlgorithm); err != nil {
+	if err := checkAlgorithm(method, s.lb.Provider, g.Pool.LBAlgorithm); err != nil {
 		return err
 	}
 	for _, p := range s.pools {
@@ -307,12 +304,7 @@ func (o *Octavia) addGraph(s *lbState, g openstack.ListenerGraph) error {
 	}
 	l := &openstack.Listener{ID: o.id("listener"), Name: g.Listener.Name, Protocol: g.Listener.Protocol,
 		ProtocolPort: g.Listener.ProtocolPort, ProvisioningStatus: "PENDING_CREATE", Tags: slices.Clone(g.Listener.Tags)}
-	p := &openstack.Pool{ID: o.id("pool"), Name: g.Pool.Name, Protocol: g.Pool.Protocol, LBAlgorithm: g.Pool.LBAlgorithm,
-		ListenerID: l.ID, ProvisioningStatus: "PENDING_CREATE", Tags: slices.Clone(g.Pool.Tags)}
-	p.Listeners = append(p.Listeners, struct {
-		ID string `json:"id"`
-	}{l.ID})
-	l.DefaultPoolID = p.ID
+	p := o.newPool(g.Pool, l)
 	for _, m := range g.Members {
 		s.members[p.ID] = append(s.members[p.ID], openstack.Member{ID: o.id("member"), Name: m.Name, Address: m.Address,
 			ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID, ProvisioningStatus: "PENDING_CREATE"})
@@ -322,8 +314,34 @@ func (o *Octavia) addGraph(s *lbState, g openstack.ListenerGraph) error {
 	return nil
 }
 
-// providerRefuses answers as Octavia does when the OVN provider is asked for an algorithm it lacks.
-func providerRefuses(method, provider, algorithm string) error {
+// newPool is the default pool of listener l, as spec asks.
+func (o *Octavia) newPool(spec openstack.PoolSpec, l *openstack.Listener) *openstack.Pool {
+	p := &openstack.Pool{ID: o.id("pool"), Name: spec.Name, Protocol: spec.Protocol, LBAlgorithm: spec.LBAlgorithm,
+		ListenerID: l.ID, ProvisioningStatus: "PENDING_CREATE", Tags: slices.Clone(spec.Tags)}
+	p.Listeners = append(p.Listeners, struct {
+		ID string `json:"id"`
+	}{l.ID})
+	if spec.SourceIP {
+		p.SessionPersistence = &openstack.SessionPersistence{Type: "SOURCE_IP"}
+	}
+	l.DefaultPoolID = p.ID
+	return p
+}
+
+// checkPort answers as Octavia does to a listener port out of range.
+func checkPort(method string, port int) error {
+	if port < 1 || port > 65535 {
+		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute protocol_port. Value: '%d'.", port))
+	}
+	return nil
+}
+
+// checkAlgorithm answers as Octavia does to an algorithm it does not know, and as the OVN provider does to
+// one it lacks.
+func checkAlgorithm(method, provider, algorithm string) error {
+	if !slices.Contains([]string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"}, algorithm) {
+		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute lb_algorithm. Value: '%s'.", algorithm))
+	}
 	if provider == "ovn" && algorithm != "SOURCE_IP_PORT" {
 		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf(
 			"Provider 'ovn' does not support a requested option: OVN provider does not support %s algorithm", algorithm))
@@ -375,8 +393,8 @@ func (o *Octavia) CreateListener(_ context.Context, spec openstack.ListenerSpec)
 	if err := o.enter("CreateListener", true); err != nil {
 		return nil, err
 	}
-	if spec.ProtocolPort < 1 || spec.ProtocolPort > 65535 {
-		return nil, StatusError(opOf["CreateListener"], http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute protocol_port. Value: '%d'.", spec.ProtocolPort))
+	if err := checkPort("CreateListener", spec.ProtocolPort); err != nil {
+		return nil, err
 	}
 	s, err := o.writable("CreateListener", spec.LoadBalancerID)
 	if err != nil {
@@ -456,21 +474,10 @@ func (o *Octavia) CreatePool(_ context.Context, spec openstack.PoolSpec) (*opens
 	if l.DefaultPoolID != "" {
 		return nil, StatusError(opOf["CreatePool"], http.StatusConflict, fmt.Sprintf("Listener %s already has a default pool", l.ID))
 	}
-	if !slices.Contains([]string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"}, spec.LBAlgorithm) {
-		return nil, StatusError(opOf["CreatePool"], http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute lb_algorithm. Value: '%s'.", spec.LBAlgorithm))
-	}
-	if err := providerRefuses("CreatePool", s.lb.Provider, spec.LBAlgorithm); err != nil {
+	if err := checkAlgorithm("CreatePool", s.lb.Provider, spec.LBAlgorithm); err != nil {
 		return nil, err
 	}
-	p := &openstack.Pool{ID: o.id("pool"), Name: spec.Name, Protocol: spec.Protocol, LBAlgorithm: spec.LBAlgorithm,
-		ListenerID: l.ID, ProvisioningStatus: "PENDING_CREATE", Tags: slices.Clone(spec.Tags)}
-	p.Listeners = append(p.Listeners, struct {
-		ID string `json:"id"`
-	}{l.ID})
-	if spec.SourceIP {
-		p.SessionPersistence = &openstack.SessionPersistence{Type: "SOURCE_IP"}
-	}
-	l.DefaultPoolID = p.ID
+	p := o.newPool(spec, l)
 	s.pools = append(s.pools, p)
 	o.change(s, "UPDATE")
 	c := copyPool(*p)
