@@ -23,18 +23,22 @@ import (
 
 func createDeployment(t testing.TB, ns, name string, replicas int32) {
 	t.Helper()
+	deploy(t, ns, name, replicas, corev1.PodSpec{
+		Containers:                    []corev1.Container{{Name: "nginx", Image: "nginx", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}},
+		TerminationGracePeriodSeconds: new(int64),
+	})
+}
+
+// deploy creates the Deployment name of replicas pods with spec, labelled and selected by app=name.
+func deploy(t testing.TB, ns, name string, replicas int32, spec corev1.PodSpec) {
+	t.Helper()
+	labels := map[string]string{"app": name}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
-				Spec: corev1.PodSpec{
-					Containers:                    []corev1.Container{{Name: "nginx", Image: "nginx", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}},
-					TerminationGracePeriodSeconds: new(int64),
-				},
-			},
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
 		},
 	}
 	if _, err := env.kube.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,19 +35,7 @@ func needOVNProvider(t testing.TB) {
 // createServingDeployment is a Deployment whose pods answer on TCP and UDP port 80 with their names.
 func createServingDeployment(t testing.TB, ns, name string, replicas int32) {
 	t.Helper()
-	tmpl := servingPod("")
-	tmpl.Labels = map[string]string{"app": name}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels}, Spec: tmpl.Spec},
-		},
-	}
-	if _, err := env.kube.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	deploy(t, ns, name, replicas, servingPod("").Spec)
 }
 
 // readyPods waits until the Deployment name has exactly n Ready pods (none terminating) and returns their names.
