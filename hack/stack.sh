@@ -659,7 +659,7 @@ enable_security_group = true
 ovn_nb_connection = tcp:127.0.0.1:$nbp
 ovn_sb_connection = tcp:127.0.0.1:$sbp
 ovn_l3_scheduler = leastloaded
-ovn_metadata_enabled = false
+ovn_metadata_enabled = true
 neutron_sync_mode = off
 enable_distributed_floating_ip = false
 [quotas]

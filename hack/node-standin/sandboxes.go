@@ -74,6 +74,13 @@ func (s *sandboxes) ensure(ctx context.Context, pod *corev1.Pod) (string, error)
 			return "", err
 		}
 	}
+	if pod.Annotations[ServingAnnotation] == "false" {
+		if serverAlive(sb.PID, sb.ID) {
+			logger.V(1).Info("Stopping the pod's server", "annotation", ServingAnnotation)
+			stopServer(sb.PID, sb.ID)
+		}
+		return sb.IP, nil
+	}
 	if p := podPorts(pod); !p.empty() && !serverAlive(sb.PID, sb.ID) {
 		pid, wait, err := startServer(s.self, filepath.Join(s.store.dir, sb.Netns+".log"), serveArgs(sb, netnsPath, p))
 		if err != nil {

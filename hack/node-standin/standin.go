@@ -213,6 +213,10 @@ func (s *standin) podIP(ctx context.Context, pod *corev1.Pod) (string, error) {
 // pod not Ready (its endpoints turn unready), and Ready again once the annotation is gone.
 const ReadyAnnotation = "node-standin.raven/ready"
 
+// ServingAnnotation set to "false" on a pod plays a container that hangs while its pod stays Ready (no
+// readiness probe sees it): the stand-in stops the pod's server, and starts it again once the annotation is gone.
+const ServingAnnotation = "node-standin.raven/serving"
+
 // markReady reports the pod Running with its IP, and Ready unless ReadyAnnotation says otherwise.
 func (s *standin) markReady(ctx context.Context, pod *corev1.Pod, ip string) error {
 	ready := pod.Annotations[ReadyAnnotation] != "false"

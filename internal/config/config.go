@@ -89,6 +89,20 @@ type Octavia struct {
 	// pools and members in one request) or "amphora" (Raven makes the VIP port, round robin or source IP,
 	// built one listener and pool at a time). Changing it rebuilds every Service's load balancer.
 	Provider string `json:"provider"`
+	// HealthMonitor gives every pool a health monitor (TCP, UDP-CONNECT; SCTP on amphora), so that a
+	// backend that stops answering leaves the rotation even while its pod is Ready.
+	HealthMonitor HealthMonitor `json:"healthMonitor"`
+}
+
+// HealthMonitor is how pools probe their members, in whole seconds as Octavia takes them.
+type HealthMonitor struct {
+	Enabled bool `json:"enabled"`
+	// DelaySeconds between probes; TimeoutSeconds (at most DelaySeconds) for one probe's answer.
+	DelaySeconds   int `json:"delaySeconds"`
+	TimeoutSeconds int `json:"timeoutSeconds"`
+	// MaxRetriesDown failed probes take a member out; MaxRetries good ones bring it back (1–10 each).
+	MaxRetries     int `json:"maxRetries"`
+	MaxRetriesDown int `json:"maxRetriesDown"`
 }
 
 // Pools sizes the per-namespace port pools (Cilium-style watermarks).
@@ -162,7 +176,8 @@ func Default() Options {
 			PodSubnetPoolCIDR:     "10.244.0.0/16",
 			PodSubnetPrefixLength: 24,
 		},
-		Octavia:           Octavia{Provider: "amphora"},
+		Octavia: Octavia{Provider: "amphora",
+			HealthMonitor: HealthMonitor{Enabled: true, DelaySeconds: 2, TimeoutSeconds: 1, MaxRetries: 1, MaxRetriesDown: 2}},
 		Controllers:       Controllers{Namespaces: true, Pods: true, Services: true},
 		Pools:             Pools{Enabled: true, MinFree: 5, Batch: 10, Max: 50, IdleAfter: Duration{10 * time.Minute}},
 		Workers:           16,
@@ -293,6 +308,10 @@ func (o Options) Validate() error {
 	errs = append(errs, o.neutronErrors()...)
 	if o.Octavia.Provider != "amphora" && o.Octavia.Provider != "ovn" {
 		errs = append(errs, fmt.Errorf("octavia.provider %q must be amphora or ovn", o.Octavia.Provider))
+	}
+	if hm := o.Octavia.HealthMonitor; hm.Enabled && (hm.DelaySeconds < 1 || hm.TimeoutSeconds < 1 || hm.TimeoutSeconds > hm.DelaySeconds ||
+		hm.MaxRetries < 1 || hm.MaxRetries > 10 || hm.MaxRetriesDown < 1 || hm.MaxRetriesDown > 10) {
+		errs = append(errs, fmt.Errorf("octavia.healthMonitor: need 1 ≤ timeoutSeconds ≤ delaySeconds and maxRetries, maxRetriesDown in 1–10 (got %+v)", hm))
 	}
 	if o.Pools.Enabled && (o.Pools.MinFree < 0 || o.Pools.Batch < 1 || o.Pools.Max < o.Pools.MinFree) {
 		errs = append(errs, fmt.Errorf("pools: need 0 ≤ minFree ≤ max and batch ≥ 1 (got %+v)", o.Pools))

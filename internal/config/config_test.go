@@ -47,6 +47,14 @@ func TestLoadAndFlags(t *testing.T) {
 			func(o Options) bool { return o.Pools.Enabled && !o.Pools.Recycle }, ""},
 		{"pools.recycle read from the file, the rest of pools kept", valid + "pools: {enabled: true, minFree: 5, batch: 10, max: 50, recycle: true}\n", nil,
 			func(o Options) bool { return o.Pools.Recycle && o.Pools.Max == 50 }, ""},
+		{"health monitors are on by default, and a provider alone keeps them", valid + "octavia: {provider: ovn}\n", nil,
+			func(o Options) bool {
+				hm := o.Octavia.HealthMonitor
+				return o.Octavia.Provider == "ovn" && hm.Enabled && hm.DelaySeconds == 2 && hm.TimeoutSeconds == 1 && hm.MaxRetriesDown == 2
+			}, ""},
+		{"health monitors can be turned off", valid + "octavia: {healthMonitor: {enabled: false}}\n", nil,
+			func(o Options) bool { return !o.Octavia.HealthMonitor.Enabled }, ""},
+		{"a probe timeout longer than its delay is an error", valid + "octavia: {healthMonitor: {enabled: true, delaySeconds: 2, timeoutSeconds: 3, maxRetries: 1, maxRetriesDown: 2}}\n", nil, nil, "octavia.healthMonitor"},
 		{"an unknown field is an error", valid + "bogus: 1\n", nil, nil, "bogus"},
 		{"a bad CIDR is an error", strings.Replace(valid, "10.0.0.0/24", "10.0.0.0/33", 1), nil, nil, "serviceSubnetCIDR"},
 		{"a bad duration is an error", strings.Replace(valid, "10s", "ten", 1), nil, nil, "duration"},

@@ -18,11 +18,13 @@ type Cluster struct {
 	ExternalNetworkID string
 	ExternalSubnet    netip.Prefix // zero when not configured
 	SubnetPoolID      string
-	PrefixLength      int
-	RouterID          string
-	ServiceNetworkID  string
-	ServiceSubnet     *openstack.Subnet
-	Caps              openstack.Capabilities
+	// PodPrefixes are the pod subnet pool's prefixes.
+	PodPrefixes      []string
+	PrefixLength     int
+	RouterID         string
+	ServiceNetworkID string
+	ServiceSubnet    *openstack.Subnet
+	Caps             openstack.Capabilities
 	// PodSecurityGroups are the groups every pod port gets (nil: Neutron's default group).
 	PodSecurityGroups []string
 }
@@ -59,6 +61,8 @@ func EnsureCluster(ctx context.Context, n openstack.Networking, clusterID string
 		if err := c.ensureSubnetPool(ctx, n, o, clusterTags); err != nil {
 			return nil, err
 		}
+	} else if err := c.readPoolPrefixes(ctx, n); err != nil {
+		return nil, err
 	}
 
 	c.RouterID = o.RouterID
@@ -85,8 +89,9 @@ func (c *Cluster) ensureSubnetPool(ctx context.Context, n openstack.Networking, 
 	if err != nil {
 		return err
 	}
+	c.PodPrefixes = []string{o.PodSubnetPoolCIDR}
 	if len(pools) > 0 {
-		c.SubnetPoolID = pools[0].ID
+		c.SubnetPoolID, c.PodPrefixes = pools[0].ID, pools[0].Prefixes
 	} else {
 		p, err := ensureTagged(ctx, n, subnetPoolKind, clusterTags, func(ctx context.Context, d string) (*openstack.SubnetPool, error) {
 			return n.CreateSubnetPool(ctx, openstack.SubnetPoolSpec{Name: "raven-" + c.ID + "-pods", Description: d,
@@ -98,6 +103,21 @@ func (c *Cluster) ensureSubnetPool(ctx context.Context, n openstack.Networking, 
 		c.SubnetPoolID = p.ID
 	}
 	return nil
+}
+
+// readPoolPrefixes sets c.PodPrefixes from the configured subnet pool c.SubnetPoolID.
+func (c *Cluster) readPoolPrefixes(ctx context.Context, n openstack.Networking) error {
+	pools, err := n.ListSubnetPools(ctx, openstack.Filter{})
+	if err != nil {
+		return err
+	}
+	for _, p := range pools {
+		if p.ID == c.SubnetPoolID {
+			c.PodPrefixes = p.Prefixes
+			return nil
+		}
+	}
+	return fmt.Errorf("the configured pod subnet pool %s does not exist", c.SubnetPoolID)
 }
 
 // ensureRouter finds the cluster's router by its tags, or creates it with its gateway on the external network.

@@ -65,7 +65,7 @@ func (m *Manager) EnsureNamespace(ctx context.Context, uid, name string) (*Names
 			sub, err := ensureTagged(ctx, m.N, subnetKind, owner.Tags(), func(ctx context.Context, d string) (*openstack.Subnet, error) {
 				return m.N.CreateSubnet(ctx, openstack.SubnetSpec{
 					Name: nn.Network.Name, NetworkID: nn.Network.ID, SubnetPoolID: m.C.SubnetPoolID,
-					PrefixLength: m.C.PrefixLength, Description: d,
+					PrefixLength: m.C.PrefixLength, Description: d, EnableDHCP: true,
 				})
 			})
 			if err != nil {

@@ -3,6 +3,7 @@ package neutron
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/openstack"
@@ -18,7 +19,8 @@ var securityGroupKind = kind[openstack.SecurityGroup]{res: openstack.ResourceSec
 
 // PodGroupRules are the ingress rules of the cluster pod group: from the group itself (pods reach pods),
 // from the service subnet (load balancers, and hairpin traffic a load balancer sends from its VIP), and
-// from each further source (the nodes). Egress is Neutron's default: anywhere.
+// from each further source (the pod subnets, where the OVN provider's health checks come from a
+// network:distributed port of each pod network; the nodes). Egress is Neutron's default: anywhere.
 func PodGroupRules(groupID, serviceCIDR string, sources []string) []openstack.SecurityGroupRule {
 	in := func(r openstack.SecurityGroupRule) openstack.SecurityGroupRule {
 		r.SecurityGroupID, r.Direction, r.EtherType = groupID, "ingress", "IPv4"
@@ -54,11 +56,11 @@ func (c *Cluster) ensurePodGroup(ctx context.Context, n openstack.Networking, o 
 	}); err != nil {
 		return fmt.Errorf("creating the cluster pod security group: %w", err)
 	}
-	serviceCIDR := ""
+	serviceCIDR, sources := "", o.PodIngressCIDRs
 	if withServices {
-		serviceCIDR = o.ServiceSubnetCIDR
+		serviceCIDR, sources = o.ServiceSubnetCIDR, append(slices.Clone(c.PodPrefixes), o.PodIngressCIDRs...)
 	}
-	for _, want := range PodGroupRules(g.ID, serviceCIDR, o.PodIngressCIDRs) {
+	for _, want := range PodGroupRules(g.ID, serviceCIDR, sources) {
 		if hasRule(g.Rules, want) {
 			continue
 		}

@@ -170,10 +170,16 @@ func TestPodPortsGetTheClusterPodGroup(t *testing.T) {
 		t.Fatalf("pod groups %v, want the one cluster pod group", m.C.PodSecurityGroups)
 	}
 	g := n.SGs[m.C.PodSecurityGroups[0]]
-	for _, want := range PodGroupRules(g.ID, "10.0.0.0/24", nil) {
+	// The pod subnets are admitted for the OVN provider's health checks, which come from each pod
+	// network's network:distributed port; Neutron gives that port an address only on a DHCP subnet.
+	for _, want := range PodGroupRules(g.ID, "10.0.0.0/24", []string{"10.244.0.0/16"}) {
 		if !hasRule(g.Rules, want) {
 			t.Errorf("the pod group lacks %+v", want)
 		}
+	}
+	if !nn.Subnet.EnableDHCP || m.C.ServiceSubnet.EnableDHCP {
+		t.Errorf("DHCP on the pod subnet %v, on the service subnet %v: want on, off (clusterIPs use every service address)",
+			nn.Subnet.EnableDHCP, m.C.ServiceSubnet.EnableDHCP)
 	}
 	p, _, err := m.EnsurePort(ctx, PodRef{UID: "u1", Namespace: "ns", Name: "p", Node: "node-a"}, nn, "")
 	if err != nil {

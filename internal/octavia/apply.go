@@ -15,7 +15,7 @@ func Owned(ctx context.Context, lbc openstack.LoadBalancing, tags []string) ([]o
 }
 
 // Read returns what Octavia holds for a load balancer in three reads, however many ports it serves: its
-// listeners, its pools, and the members of all its pools (the status tree).
+// listeners, its pools, and the members and health monitors of all its pools (the status tree).
 func Read(ctx context.Context, lbc openstack.LoadBalancing, lbID string) (Current, error) {
 	var cur Current
 	var err error
@@ -25,7 +25,8 @@ func Read(ctx context.Context, lbc openstack.LoadBalancing, lbID string) (Curren
 	if cur.Pools, err = lbc.ListPools(ctx, lbID); err != nil {
 		return cur, err
 	}
-	cur.Members, err = lbc.LoadBalancerMembers(ctx, lbID)
+	tree, err := lbc.LoadBalancerStatus(ctx, lbID)
+	cur.Members, cur.Monitors = tree.Members, tree.Monitors
 	return cur, err
 }
 
@@ -46,6 +47,12 @@ func Apply(ctx context.Context, lbc openstack.LoadBalancing, lbID string, s Step
 		return err
 	case ReplaceMembers:
 		return lbc.ReplaceMembers(ctx, s.ID, s.Listener.Members)
+	case CreateMonitor:
+		m := *s.Listener.Monitor
+		m.PoolID, m.Name, m.Tags = s.ID, s.Listener.Name, tags
+		return lbc.CreateMonitor(ctx, m)
+	case DeleteMonitor:
+		return openstack.IgnoreNotFound(lbc.DeleteMonitor(ctx, s.ID))
 	}
 	return nil
 }

@@ -19,6 +19,8 @@ type Listener struct {
 	Port      int
 	Algorithm string
 	Members   []openstack.MemberSpec
+	// Monitor is the pool's health monitor (its PoolID, Name and Tags are set when it is created); nil for none.
+	Monitor *openstack.MonitorSpec
 }
 
 // Key identifies a listener within a load balancer.
@@ -57,7 +59,7 @@ func Desired(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSlice, su
 			problems = append(problems, fmt.Sprintf("port %d: protocol %s is not supported by Octavia", sp.Port, sp.Protocol))
 			continue
 		}
-		l := Listener{Name: listenerName(svc, sp), Protocol: proto, Port: int(sp.Port), Algorithm: algorithm}
+		l := Listener{Name: listenerName(svc, sp), Protocol: proto, Port: int(sp.Port), Algorithm: algorithm, Monitor: prov.monitor(proto)}
 		l.Members = members(endpointSlices, sp, subnetFor)
 		out = append(out, l)
 	}

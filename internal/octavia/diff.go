@@ -17,13 +17,16 @@ const (
 	CreateListener StepKind = "CreateListener"
 	CreatePool     StepKind = "CreatePool"
 	ReplaceMembers StepKind = "ReplaceMembers"
+	// Health monitors come last: a port serves before its members are probed.
+	CreateMonitor StepKind = "CreateMonitor"
+	DeleteMonitor StepKind = "DeleteMonitor"
 )
 
 // Step is one Octavia write. Octavia locks a load balancer while it applies a change, so a plan runs
 // one step at a time, each after the load balancer is ACTIVE again.
 type Step struct {
 	Kind     StepKind
-	ID       string // the pool or listener to delete, the listener of a new pool, the pool of members
+	ID       string // the pool, listener or monitor to delete, the listener of a new pool, the pool of members or of a new monitor
 	Listener Listener
 }
 
@@ -31,7 +34,8 @@ type Step struct {
 type Current struct {
 	Listeners []openstack.Listener
 	Pools     []openstack.Pool
-	Members   map[string][]openstack.Member // by pool ID
+	Members   map[string][]openstack.Member      // by pool ID
+	Monitors  map[string]openstack.MonitorStatus // by pool ID
 }
 
 // Plan returns the steps that take cur to want, deletions first; it is empty when they match.
@@ -45,7 +49,7 @@ func Plan(want []Listener, cur Current) []Step {
 		listenerBy[l.Protocol+":"+strconv.Itoa(l.ProtocolPort)] = l
 	}
 	poolOf := map[string]openstack.Pool{} // by listener ID
-	var steps []Step
+	var steps, monitors []Step
 	for _, p := range cur.Pools {
 		l, ok := listenerOfPool(p, cur.Listeners)
 		w, wanted := wantBy[l.Protocol+":"+strconv.Itoa(l.ProtocolPort)]
@@ -74,8 +78,27 @@ func Plan(want []Listener, cur Current) []Step {
 		if !sameMembers(cur.Members[p.ID], w.Members) {
 			steps = append(steps, Step{Kind: ReplaceMembers, ID: p.ID, Listener: w})
 		}
+		switch {
+		case w.Monitor != nil && p.MonitorID == "":
+			monitors = append(monitors, Step{Kind: CreateMonitor, ID: p.ID, Listener: w})
+		case w.Monitor == nil && p.MonitorID != "":
+			monitors = append(monitors, Step{Kind: DeleteMonitor, ID: p.MonitorID, Listener: w})
+		}
 	}
-	return steps
+	return append(steps, monitors...)
+}
+
+// FailedMonitors describes the health monitors the provider could not set up (provisioning status ERROR),
+// sorted: their pools balance without probing.
+func FailedMonitors(cur Current) []string {
+	var out []string
+	for poolID, m := range cur.Monitors {
+		if m.ProvisioningStatus == "ERROR" {
+			out = append(out, "health monitor "+m.ID+" of pool "+poolID)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func listenerOfPool(p openstack.Pool, ls []openstack.Listener) (openstack.Listener, bool) {

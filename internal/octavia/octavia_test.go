@@ -35,10 +35,15 @@ func ep(ip string, ready bool) discoveryv1.Endpoint {
 
 func subnet(string) string { return "sub" }
 
+func probe(typ string) *openstack.MonitorSpec {
+	return &openstack.MonitorSpec{Type: typ, Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
+}
+
 func TestDesired(t *testing.T) {
 	cases := []struct {
 		name     string
 		provider string // amphora when empty
+		monitor  bool   // health monitors on
 		svc      *corev1.Service
 		slices   []discoveryv1.EndpointSlice
 		want     []Listener
@@ -89,12 +94,33 @@ func TestDesired(t *testing.T) {
 			want:     []Listener{{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT"}},
 			problems: 1,
 		},
+		{
+			name:     "with monitors on, ovn probes TCP and UDP, and SCTP goes unprobed",
+			provider: "ovn",
+			monitor:  true,
+			svc: service("", corev1.ServicePort{Name: "a", Port: 80}, corev1.ServicePort{Name: "b", Port: 53, Protocol: corev1.ProtocolUDP},
+				corev1.ServicePort{Name: "c", Port: 9, Protocol: corev1.ProtocolSCTP}),
+			want: []Listener{
+				{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", Monitor: probe("TCP")},
+				{Name: "ns/demo:53", Protocol: "UDP", Port: 53, Algorithm: "SOURCE_IP_PORT", Monitor: probe("UDP-CONNECT")},
+				{Name: "ns/demo:9", Protocol: "SCTP", Port: 9, Algorithm: "SOURCE_IP_PORT"},
+			},
+		},
+		{
+			name:    "with monitors on, amphora probes SCTP too",
+			monitor: true,
+			svc:     service("", corev1.ServicePort{Name: "c", Port: 9, Protocol: corev1.ProtocolSCTP}),
+			want:    []Listener{{Name: "ns/demo:9", Protocol: "SCTP", Port: 9, Algorithm: "ROUND_ROBIN", Monitor: probe("SCTP")}},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			prov, err := ProviderNamed(cmp.Or(tc.provider, "amphora"))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.monitor {
+				prov.Monitor = &Monitor{Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
 			}
 			got, problems := Desired(tc.svc, tc.slices, subnet, prov)
 			if !reflect.DeepEqual(got, tc.want) || len(problems) != tc.problems {
@@ -108,6 +134,13 @@ func TestPlan(t *testing.T) {
 	web := Listener{Protocol: "TCP", Port: 80, Algorithm: "ROUND_ROBIN", Members: []openstack.MemberSpec{{Address: "10.244.0.2", ProtocolPort: 80, SubnetID: "s"}}}
 	l80 := openstack.Listener{ID: "l80", Protocol: "TCP", ProtocolPort: 80}
 	p80 := openstack.Pool{ID: "p80", ListenerID: "l80", Protocol: "TCP", LBAlgorithm: "ROUND_ROBIN"}
+	monitored := web
+	monitored.Monitor = &openstack.MonitorSpec{Type: "TCP", Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
+	withMonitor := p80
+	withMonitor.MonitorID = "hm80"
+	web443 := Listener{Protocol: "TCP", Port: 443, Algorithm: "ROUND_ROBIN", Members: web.Members}
+	l443 := openstack.Listener{ID: "l443", Protocol: "TCP", ProtocolPort: 443}
+	p443 := openstack.Pool{ID: "p443", ListenerID: "l443", Protocol: "TCP", LBAlgorithm: "ROUND_ROBIN"}
 	cases := []struct {
 		name string
 		want []Listener
@@ -122,6 +155,13 @@ func TestPlan(t *testing.T) {
 		{"a removed port loses its pool, then its listener", nil, Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{p80}}, []StepKind{DeletePool, DeleteListener}},
 		{"a changed algorithm replaces the pool", []Listener{{Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP"}},
 			Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{p80}}, []StepKind{DeletePool, CreatePool}},
+		{"a pool without its monitor gets it after the members, last", []Listener{monitored, web443},
+			Current{Listeners: []openstack.Listener{l80, l443}, Pools: []openstack.Pool{p80, p443}}, []StepKind{ReplaceMembers, ReplaceMembers, CreateMonitor}},
+		{"a monitored pool in place is no step", []Listener{monitored}, Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{withMonitor},
+			Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.2", ProtocolPort: 80}}}}, nil},
+		{"monitors turned off: the monitor goes", []Listener{web}, Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{withMonitor},
+			Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.2", ProtocolPort: 80}}}}, []StepKind{DeleteMonitor}},
+		{"a new listener gets its monitor once its pool exists", []Listener{monitored}, Current{}, []StepKind{CreateListener}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

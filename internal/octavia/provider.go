@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/raven-net/raven/internal/openstack"
 )
 
 // Provider is what Raven must know about an Octavia provider driver to ask it only for what it accepts.
@@ -19,13 +21,27 @@ type Provider struct {
 	// Balance and Sticky are the pool algorithms for a Service without and with ClientIP session affinity;
 	// Sticky is empty when the provider has none, and the Service is then balanced with Balance.
 	Balance, Sticky string
+	// MonitorTypes is the health monitor type the provider has for each listener protocol.
+	MonitorTypes map[string]string
+	// Monitor is how every pool probes its members (nil: no health monitors). The provider's ProviderNamed
+	// leaves it nil; the configuration sets it.
+	Monitor *Monitor
+}
+
+// Monitor is how a pool's health monitor probes: every Delay seconds, giving each probe Timeout seconds;
+// MaxRetriesDown failed probes take a member out of the rotation, MaxRetries good ones bring it back.
+type Monitor struct {
+	Delay, Timeout, MaxRetries, MaxRetriesDown int
 }
 
 // providers are the providers Raven knows.
 var providers = map[string]Provider{
-	"amphora": {Name: "amphora", Balance: "ROUND_ROBIN", Sticky: "SOURCE_IP"},
-	// OVN load balancers hash the 5-tuple: SOURCE_IP_PORT is the one algorithm the provider accepts.
-	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT"},
+	"amphora": {Name: "amphora", Balance: "ROUND_ROBIN", Sticky: "SOURCE_IP",
+		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT", "SCTP": "SCTP"}},
+	// OVN load balancers hash the 5-tuple: SOURCE_IP_PORT is the one algorithm the provider accepts. Its
+	// health checks are OVN service monitors: TCP and UDP only.
+	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT",
+		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}},
 }
 
 // ProviderNamed returns the provider called name, or an error listing the known ones.
@@ -46,4 +62,15 @@ func (p Provider) algorithm(svc *corev1.Service) (string, string) {
 		return p.Balance, fmt.Sprintf("sessionAffinity ClientIP: the %s provider has no source-IP algorithm; connections are balanced with %s", p.Name, p.Balance)
 	}
 	return p.Sticky, ""
+}
+
+// monitor is the health monitor of a listener's pool, or nil when there is none: monitors are off, or the
+// provider has no type for the protocol (the pool then follows the endpoints' readiness alone).
+func (p Provider) monitor(protocol string) *openstack.MonitorSpec {
+	t, ok := p.MonitorTypes[protocol]
+	if p.Monitor == nil || !ok {
+		return nil
+	}
+	m := p.Monitor
+	return &openstack.MonitorSpec{Type: t, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries, MaxRetriesDown: m.MaxRetriesDown}
 }

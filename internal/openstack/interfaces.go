@@ -90,9 +90,12 @@ type LoadBalancing interface {
 	DeletePool(ctx context.Context, id string) error
 
 	ListMembers(ctx context.Context, poolID string) ([]Member, error)
-	// LoadBalancerMembers reads the members of every pool of a load balancer in one request (the status
-	// tree), by pool ID; only pools on a listener are in it, and members carry no SubnetID.
-	LoadBalancerMembers(ctx context.Context, loadBalancerID string) (map[string][]Member, error)
+	// LoadBalancerStatus reads the members and health monitors of every pool of a load balancer in one
+	// request (the status tree).
+	LoadBalancerStatus(ctx context.Context, loadBalancerID string) (StatusTree, error)
 	// ReplaceMembers sets the whole member list of a pool in one request.
 	ReplaceMembers(ctx context.Context, poolID string, members []MemberSpec) error
+
+	CreateMonitor(ctx context.Context, spec MonitorSpec) error
+	DeleteMonitor(ctx context.Context, id string) error
 }

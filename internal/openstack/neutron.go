@@ -103,7 +103,7 @@ func (n *neutron) ListSubnets(ctx context.Context, f Filter) ([]Subnet, error) {
 }
 
 func (n *neutron) CreateSubnet(ctx context.Context, s SubnetSpec) (*Subnet, error) {
-	m := map[string]any{"network_id": s.NetworkID, "ip_version": 4, "name": s.Name, "description": s.Description, "enable_dhcp": false}
+	m := map[string]any{"network_id": s.NetworkID, "ip_version": 4, "name": s.Name, "description": s.Description, "enable_dhcp": s.EnableDHCP}
 	if s.CIDR != "" {
 		m["cidr"] = s.CIDR
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 )
@@ -123,29 +124,43 @@ func (o *octavia) DeletePool(ctx context.Context, id string) error {
 	return wrap("octavia pool delete", pools.Delete(ctx, o.c, id).ExtractErr())
 }
 
-func (o *octavia) LoadBalancerMembers(ctx context.Context, lbID string) (map[string][]Member, error) {
+func (o *octavia) LoadBalancerStatus(ctx context.Context, lbID string) (StatusTree, error) {
 	var r struct {
 		Statuses struct {
 			LoadBalancer struct {
 				Listeners []struct {
 					Pools []struct {
-						ID      string   `json:"id"`
-						Members []Member `json:"members"`
+						ID      string         `json:"id"`
+						Members []Member       `json:"members"`
+						Monitor *MonitorStatus `json:"health_monitor"`
 					} `json:"pools"`
 				} `json:"listeners"`
 			} `json:"loadbalancer"`
 		} `json:"statuses"`
 	}
 	if err := loadbalancers.GetStatuses(ctx, o.c, lbID).ExtractInto(&r); err != nil {
-		return nil, wrap("octavia loadbalancer_status get", err)
+		return StatusTree{}, wrap("octavia loadbalancer_status get", err)
 	}
-	out := map[string][]Member{}
+	out := StatusTree{Members: map[string][]Member{}, Monitors: map[string]MonitorStatus{}}
 	for _, l := range r.Statuses.LoadBalancer.Listeners {
 		for _, p := range l.Pools {
-			out[p.ID] = p.Members
+			out.Members[p.ID] = p.Members
+			if p.Monitor != nil {
+				out.Monitors[p.ID] = *p.Monitor
+			}
 		}
 	}
 	return out, nil
+}
+
+func (o *octavia) CreateMonitor(ctx context.Context, s MonitorSpec) error {
+	_, err := monitors.Create(ctx, o.c, monitors.CreateOpts{PoolID: s.PoolID, Name: s.Name, Type: s.Type, Delay: s.Delay,
+		Timeout: s.Timeout, MaxRetries: s.MaxRetries, MaxRetriesDown: s.MaxRetriesDown, Tags: s.Tags}).Extract()
+	return wrap("octavia healthmonitor create", err)
+}
+
+func (o *octavia) DeleteMonitor(ctx context.Context, id string) error {
+	return wrap("octavia healthmonitor delete", monitors.Delete(ctx, o.c, id).ExtractErr())
 }
 
 func (o *octavia) ListMembers(ctx context.Context, poolID string) ([]Member, error) {

@@ -155,6 +155,11 @@ type SubnetSpec struct {
 	GatewayIP       string
 	AllocationPools []AllocationPool
 	Description     string
+	// EnableDHCP: under ML2/OVN with metadata on, Neutron then gives the network's network:distributed
+	// (metadata) port an address on the subnet, the source of the OVN provider's health checks. The
+	// address comes from the allocation pool, so a subnet whose every address is someone's (the service
+	// subnet: clusterIPs) keeps it off.
+	EnableDHCP bool
 }
 
 // SubnetPool is a Neutron subnet pool.
@@ -263,8 +268,35 @@ type Pool struct {
 	Listeners          []struct {
 		ID string `json:"id"`
 	} `json:"listeners"`
+	// MonitorID is the pool's health monitor, "" when it has none.
+	MonitorID          string   `json:"healthmonitor_id"`
 	ProvisioningStatus string   `json:"provisioning_status"`
 	Tags               []string `json:"tags"`
+}
+
+// MonitorSpec describes a pool's health monitor: Type (TCP, UDP-CONNECT, SCTP) probes every member each
+// Delay seconds, waiting Timeout seconds for an answer; MaxRetriesDown failures take a member out of the
+// rotation, MaxRetries successes bring it back.
+type MonitorSpec struct {
+	PoolID                                     string
+	Name, Type                                 string
+	Delay, Timeout, MaxRetries, MaxRetriesDown int
+	Tags                                       []string
+}
+
+// MonitorStatus is a health monitor as a load balancer's status tree shows it.
+type MonitorStatus struct {
+	ID                 string `json:"id"`
+	Type               string `json:"type"`
+	ProvisioningStatus string `json:"provisioning_status"`
+	OperatingStatus    string `json:"operating_status"`
+}
+
+// StatusTree is what one read of a load balancer's status tree tells, by pool ID: the members of every pool
+// on a listener (without their SubnetID) and the pools' health monitors.
+type StatusTree struct {
+	Members  map[string][]Member
+	Monitors map[string]MonitorStatus
 }
 
 // SessionPersistence is a pool's stickiness.

@@ -98,11 +98,24 @@ func waitServedBy(t testing.TB, from, network, addr string, want []string) time.
 // setReady plays a readiness probe on a pod (the node stand-in reports it Ready or not).
 func setReady(t testing.TB, ns, pod string, ready bool) {
 	t.Helper()
+	standinAnnotate(t, ns, pod, "node-standin.raven/ready", ready)
+}
+
+// setServing makes a pod's server stop answering while the pod stays Ready (a hung container no readiness
+// probe sees), or answer again.
+func setServing(t testing.TB, ns, pod string, serving bool) {
+	t.Helper()
+	standinAnnotate(t, ns, pod, "node-standin.raven/serving", serving)
+}
+
+// standinAnnotate sets one of the node stand-in's annotations to "false", or removes it for true.
+func standinAnnotate(t testing.TB, ns, pod, key string, on bool) {
+	t.Helper()
 	v := "null"
-	if !ready {
+	if !on {
 		v = `"false"`
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{"node-standin.raven/ready":%s}}}`, v)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, key, v)
 	if _, err := env.kube.CoreV1().Pods(ns).Patch(context.Background(), pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +123,8 @@ func setReady(t testing.TB, ns, pod string, ready bool) {
 
 // A Service carries TCP and UDP from a pod through its clusterIP to every ready backend, from the outside
 // through its external IP's floating IP, back to a backend that calls its own Service (hairpin); traffic
-// follows scaling and readiness; a deleted Service stops answering and its pods keep their ports.
+// follows scaling, readiness and the health monitors; a deleted Service stops answering and its pods keep
+// their ports.
 func TestServicesCarryTraffic(t *testing.T) {
 	needOVNProvider(t)
 	ensureRaven(t)
@@ -153,6 +167,20 @@ func TestServicesCarryTraffic(t *testing.T) {
 	t.Logf("an unready backend stopped receiving new connections after %.1f s", took.Seconds())
 	setReady(t, ns, backends[0], true)
 	waitServedBy(t, client, "tcp", vip, backends)
+
+	// A backend that stops answering while its pod stays Ready leaves the rotation through its pools' health
+	// monitors (its EndpointSlice still says ready), for TCP and UDP, and comes back when it answers again.
+	setServing(t, ns, backends[1], false)
+	rest := slices.Delete(slices.Clone(backends), 1, 2)
+	for _, proto := range []string{"tcp", "udp"} {
+		took = waitServedBy(t, client, proto, vip, rest)
+		t.Logf("%s: a Ready backend that stopped answering left the rotation after %.1f s", proto, took.Seconds())
+	}
+	setServing(t, ns, backends[1], true)
+	for _, proto := range []string{"tcp", "udp"} {
+		took = waitServedBy(t, client, proto, vip, backends)
+		t.Logf("%s: it was back in the rotation %.1f s after it answered again", proto, took.Seconds())
+	}
 
 	scale(t, ns, "web", 1)
 	backends = readyPods(t, ns, "web", 1)

@@ -767,7 +767,7 @@ func deleteService(t *testing.T, w *world) {
 func octaviaReads(calls map[string]int) int {
 	reads := 0
 	for m, v := range calls {
-		if strings.HasPrefix(m, "List") || strings.HasPrefix(m, "Get") || m == "LoadBalancerMembers" {
+		if strings.HasPrefix(m, "List") || strings.HasPrefix(m, "Get") || m == "LoadBalancerStatus" {
 			reads += v
 		}
 	}

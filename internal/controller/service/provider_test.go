@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/raven-net/raven/internal/octavia"
 )
 
 func TestServiceOnTheOVNProvider(t *testing.T) {
@@ -166,4 +168,47 @@ func TestProviderVIPPortConflictIsExplained(t *testing.T) {
 	}
 	w.mustConverge(t) // Octavia accepts the next create
 	checkLoadBalancer(t, w)
+}
+
+func TestServiceHealthMonitors(t *testing.T) {
+	three := []svcPort{http, dns, metrics}
+	types := map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}
+	for _, name := range []string{"amphora", "ovn"} {
+		t.Run("on "+name+" every pool gets its monitor after the ports are served, and loses it when monitors are turned off", func(t *testing.T) {
+			w := newWorld(t, service(nil, three...), endpoints(three, []string{"10.244.0.5"}))
+			w.r.Provider = provider(t, name)
+			w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
+			w.o.PendingReads = 2
+			w.mustConverge(t)
+			lb := w.o.LoadBalancers()[0]
+			for _, p := range lb.Pools {
+				hm, ok := lb.Monitors[p.ID]
+				if !ok || p.MonitorID != hm.ID || hm.Type != types[p.Protocol] {
+					t.Errorf("pool %s (%s): monitor %+v, want one of type %s", p.ID, p.Protocol, hm, types[p.Protocol])
+				}
+			}
+			if ws := w.warnings(); len(ws) != 0 {
+				t.Errorf("unexpected Warnings: %q", ws)
+			}
+			w.r.Provider.Monitor = nil
+			w.mustConverge(t)
+			if lb := w.o.LoadBalancers()[0]; len(lb.Monitors) != 0 {
+				t.Fatalf("monitors %v left after they were turned off", lb.Monitors)
+			}
+			checkLoadBalancer(t, w)
+		})
+	}
+	t.Run("a monitor the provider could not set up is a Warning that says what to do, and the ports stay served", func(t *testing.T) {
+		w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
+		w.r.Provider = provider(t, "ovn")
+		w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
+		w.o.MonitorsFail = true
+		w.mustConverge(t)
+		if ws := w.warnings(); !hasWarning(ws, "HealthMonitorFailed", "network:distributed") {
+			t.Fatalf("Warnings %q, want HealthMonitorFailed naming the distributed port", ws)
+		}
+		if got, want := w.served(t), map[string][]string{"TCP:80": w.at(w.podSubnet, "10.244.0.5")(8080)}; !equalServed(got, want) {
+			t.Fatalf("served %v, want %v", got, want)
+		}
+	})
 }

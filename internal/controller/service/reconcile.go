@@ -175,6 +175,11 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 		return reconcile.Result{RequeueAfter: pending}, nil
 	}
 
+	if failed := octavia.FailedMonitors(cur); len(failed) > 0 {
+		r.warn(svc, "HealthMonitorFailed", "probing the members", fmt.Errorf("the %s provider could not set up %s; those ports balance without probing "+
+			"(on the ovn provider each member network needs a network:distributed port: Neutron's [ovn] ovn_metadata_enabled = true with DHCP on the subnet); "+
+			"delete the health monitor and Raven makes a new one", r.Provider.Name, strings.Join(failed, ", ")))
+	}
 	fip, err := r.ensureFloatingIP(ctx, svc, vip)
 	if err != nil {
 		r.warn(svc, "FloatingIP", "setting up the floating IP", err)
@@ -263,7 +268,7 @@ func (r *Reconciler) applyNext(ctx context.Context, svc *corev1.Service, lb *ope
 		case err == nil:
 			r.reportRefusals(svc, lb, refused, fresh)
 			return true, 0, nil
-		case openstack.Rejected(err) && s.Kind != octavia.DeletePool && s.Kind != octavia.DeleteListener:
+		case openstack.Rejected(err) && s.Kind != octavia.DeletePool && s.Kind != octavia.DeleteListener && s.Kind != octavia.DeleteMonitor:
 			log.Info("Octavia refused a change; building the other ports", "step", what, "loadBalancer", lb.ID, "err", err.Error())
 			ref := refusal{until: now.Add(refusalRetry), what: what + ": " + err.Error()}
 			r.refusals.Store(key, ref)

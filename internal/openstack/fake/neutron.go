@@ -249,7 +249,7 @@ func (n *Neutron) CreateSubnet(_ context.Context, s openstack.SubnetSpec) (*open
 	gw := p.Addr().Next()
 	x := &openstack.Subnet{ID: n.id("sub"), Name: s.Name, NetworkID: s.NetworkID, CIDR: cidr, GatewayIP: gw.String(), IPVersion: 4,
 		AllocationPools: []openstack.AllocationPool{{Start: gw.Next().String(), End: lastAddr(p).Prev().String()}},
-		SubnetPoolID:    s.SubnetPoolID, Description: s.Description, CreatedAt: n.Now()}
+		SubnetPoolID:    s.SubnetPoolID, Description: s.Description, EnableDHCP: s.EnableDHCP, CreatedAt: n.Now()}
 	if s.GatewayIP != "" {
 		x.GatewayIP = s.GatewayIP
 	}

@@ -30,6 +30,9 @@ type Octavia struct {
 	PendingReads int
 	// Now is the clock for created_at and updated_at.
 	Now func() time.Time
+	// MonitorsFail makes the provider fail every health monitor it accepts: the monitor is created, and
+	// goes to ERROR (the OVN provider without a network:distributed port on a member's network).
+	MonitorsFail bool
 }
 
 // lbState is a load balancer with its children and its pending change.
@@ -37,7 +40,8 @@ type lbState struct {
 	lb        openstack.LoadBalancer
 	listeners []*openstack.Listener
 	pools     []*openstack.Pool
-	members   map[string][]openstack.Member // by pool ID
+	members   map[string][]openstack.Member      // by pool ID
+	monitors  map[string]openstack.MonitorStatus // by pool ID
 	// reads left before the pending change completes.
 	reads int
 }
@@ -47,7 +51,8 @@ type LoadBalancerState struct {
 	openstack.LoadBalancer
 	Listeners []openstack.Listener
 	Pools     []openstack.Pool
-	Members   map[string][]openstack.Member // by pool ID
+	Members   map[string][]openstack.Member      // by pool ID
+	Monitors  map[string]openstack.MonitorStatus // by pool ID
 }
 
 // NewOctavia returns an Octavia without load balancers whose changes complete at once.
@@ -131,6 +136,8 @@ var opOf = map[string]string{
 	"DeletePool":         "octavia pool delete",
 	"ListMembers":        "octavia member list",
 	"ReplaceMembers":     "octavia member batch_update",
+	"CreateMonitor":      "octavia healthmonitor create",
+	"DeleteMonitor":      "octavia healthmonitor delete",
 }
 
 func (o *Octavia) enter(method string, write bool) error {
@@ -268,7 +275,7 @@ func (o *Octavia) CreateLoadBalancer(_ context.Context, spec openstack.LoadBalan
 		ID: o.id("lb"), Name: spec.Name, Description: spec.Description, VipAddress: spec.VipAddress,
 		VipPortID: spec.VipPortID, VipSubnetID: spec.VipSubnetID, OperatingStatus: "OFFLINE", Provider: "amphora",
 		Tags: slices.Clone(spec.Tags), CreatedAt: openstack.Time{Time: now},
-	}, members: map[string][]openstack.Member{}}
+	}, members: map[string][]openstack.Member{}, monitors: map[string]openstack.MonitorStatus{}}
 	if spec.Provider != "" {
 		s.lb.Provider = spec.Provider
 	}
@@ -500,6 +507,7 @@ func (o *Octavia) DeletePool(_ context.Context, id string) error {
 	}
 	s.pools = slices.Delete(s.pools, i, i+1)
 	delete(s.members, id)
+	delete(s.monitors, id)
 	for _, l := range s.listeners {
 		if l.DefaultPoolID == id {
 			l.DefaultPoolID = ""
@@ -523,19 +531,19 @@ func (o *Octavia) ListMembers(_ context.Context, poolID string) ([]openstack.Mem
 	return slices.Clone(s.members[poolID]), nil
 }
 
-// LoadBalancerMembers implements openstack.LoadBalancing as Octavia's status tree does: the members of the
-// pools that are on a listener, without their subnets.
-func (o *Octavia) LoadBalancerMembers(_ context.Context, lbID string) (map[string][]openstack.Member, error) {
+// LoadBalancerStatus implements openstack.LoadBalancing as Octavia's status tree does: the members of the
+// pools that are on a listener, without their subnets, and the pools' health monitors.
+func (o *Octavia) LoadBalancerStatus(_ context.Context, lbID string) (openstack.StatusTree, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.enter("LoadBalancerMembers", false); err != nil {
-		return nil, err
+	if err := o.enter("LoadBalancerStatus", false); err != nil {
+		return openstack.StatusTree{}, err
 	}
 	s, ok := o.lbs[lbID]
 	if !ok {
-		return nil, octaviaNotFound("LoadBalancerMembers", "Load Balancer", lbID)
+		return openstack.StatusTree{}, octaviaNotFound("LoadBalancerStatus", "Load Balancer", lbID)
 	}
-	out := map[string][]openstack.Member{}
+	out := openstack.StatusTree{Members: map[string][]openstack.Member{}, Monitors: map[string]openstack.MonitorStatus{}}
 	for _, p := range s.pools {
 		if p.ListenerID == "" {
 			continue
@@ -545,9 +553,74 @@ func (o *Octavia) LoadBalancerMembers(_ context.Context, lbID string) (map[strin
 			m.SubnetID = ""
 			ms = append(ms, m)
 		}
-		out[p.ID] = ms
+		out.Members[p.ID] = ms
+		if hm, ok := s.monitors[p.ID]; ok {
+			out.Monitors[p.ID] = hm
+		}
 	}
 	return out, nil
+}
+
+// CreateMonitor implements openstack.LoadBalancing: a pool has at most one health monitor, and the OVN
+// provider refuses the types it lacks.
+func (o *Octavia) CreateMonitor(_ context.Context, spec openstack.MonitorSpec) error {
+	const method = "CreateMonitor"
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter(method, true); err != nil {
+		return err
+	}
+	s, i := o.findPool(spec.PoolID)
+	if s == nil {
+		return octaviaNotFound(method, "Pool", spec.PoolID)
+	}
+	if _, err := o.writable(method, s.lb.ID); err != nil {
+		return err
+	}
+	p := s.pools[i]
+	if p.MonitorID != "" {
+		return StatusError(opOf[method], http.StatusConflict, fmt.Sprintf("Pool %s already has a health monitor", p.ID))
+	}
+	if s.lb.Provider == "ovn" && spec.Type != "TCP" && spec.Type != "UDP-CONNECT" {
+		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf(
+			"Provider 'ovn' does not support a requested option: OVN provider does not support %s health monitor type. Supported types: UDP-CONNECT, TCP", spec.Type))
+	}
+	if spec.Delay < 1 || spec.Timeout < 1 || spec.Timeout > spec.Delay || spec.MaxRetries < 1 || spec.MaxRetries > 10 {
+		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input: delay %d, timeout %d, max_retries %d", spec.Delay, spec.Timeout, spec.MaxRetries))
+	}
+	p.MonitorID = o.id("healthmonitor")
+	status := "ACTIVE"
+	if o.MonitorsFail {
+		status = "ERROR"
+	}
+	s.monitors[p.ID] = openstack.MonitorStatus{ID: p.MonitorID, Type: spec.Type, ProvisioningStatus: status, OperatingStatus: "ONLINE"}
+	o.change(s, "UPDATE")
+	return nil
+}
+
+// DeleteMonitor implements openstack.LoadBalancing.
+func (o *Octavia) DeleteMonitor(_ context.Context, id string) error {
+	const method = "DeleteMonitor"
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter(method, true); err != nil {
+		return err
+	}
+	for _, s := range o.lbs {
+		for _, p := range s.pools {
+			if p.MonitorID != id {
+				continue
+			}
+			if _, err := o.writable(method, s.lb.ID); err != nil {
+				return err
+			}
+			p.MonitorID = ""
+			delete(s.monitors, p.ID)
+			o.change(s, "UPDATE")
+			return nil
+		}
+	}
+	return octaviaNotFound(method, "Health Monitor", id)
 }
 
 // ReplaceMembers implements openstack.LoadBalancing: the batch update. A member already in the pool (same
@@ -630,13 +703,16 @@ func (o *Octavia) LoadBalancers() []LoadBalancerState {
 	defer o.mu.Unlock()
 	var out []LoadBalancerState
 	for _, s := range o.sorted() {
-		st := LoadBalancerState{LoadBalancer: copyLB(s.lb), Members: map[string][]openstack.Member{}}
+		st := LoadBalancerState{LoadBalancer: copyLB(s.lb), Members: map[string][]openstack.Member{}, Monitors: map[string]openstack.MonitorStatus{}}
 		for _, l := range s.listeners {
 			st.Listeners = append(st.Listeners, copyListener(*l))
 		}
 		for _, p := range s.pools {
 			st.Pools = append(st.Pools, copyPool(*p))
 			st.Members[p.ID] = slices.Clone(s.members[p.ID])
+			if hm, ok := s.monitors[p.ID]; ok {
+				st.Monitors[p.ID] = hm
+			}
 		}
 		out = append(out, st)
 	}
