@@ -57,6 +57,13 @@ bench-node: ## Node benchmark (STACK_CNI=1): created → answered with pools off
 	@mkdir -p $(BIN) bench/results/node
 	$(call bench_run,TestBenchmarkNode,bench-node)
 
+.PHONY: bench-services
+# Services carry traffic only on the ovn provider, which needs the node side: a stack it starts itself has both.
+bench-services: export STACK_CNI ?= 1
+bench-services: ## Service benchmark (STACK_CNI=1, ovn provider): 100 endpoints, endpoint churn, 100 ports, each beside a load balancer built by hand (bench/results/services/).
+	@mkdir -p $(BIN) bench/results/services
+	$(call bench_run,TestBenchmarkServices,bench-services)
+
 .PHONY: chaos
 chaos: ## The long fault-injection suite (the bounded version runs in make test), plus 30 s of each fuzzer.
 	@mkdir -p $(BIN)
