@@ -1,0 +1,161 @@
+package policy
+
+import (
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/raven-net/raven/test/netpol"
+)
+
+func TestSubtract(t *testing.T) {
+	cases := []struct {
+		name    string
+		cidr    string
+		excepts []string
+		want    []string
+	}{
+		{"no except is the block itself", "10.0.0.0/24", nil, []string{"10.0.0.0/24"}},
+		{"one except splits the block around it", "10.0.0.0/24", []string{"10.0.0.0/26"}, []string{"10.0.0.64/26", "10.0.0.128/25"}},
+		{"two excepts both stay out (the second does not re-admit the first)", "10.0.0.0/24", []string{"10.0.0.10/32", "10.0.0.200/32"},
+			[]string{"10.0.0.0/29", "10.0.0.8/31", "10.0.0.11/32", "10.0.0.12/30", "10.0.0.16/28", "10.0.0.32/27", "10.0.0.64/26",
+				"10.0.0.128/26", "10.0.0.192/29", "10.0.0.201/32", "10.0.0.202/31", "10.0.0.204/30", "10.0.0.208/28", "10.0.0.224/27"}},
+		{"overlapping excepts", "10.0.0.0/24", []string{"10.0.0.0/25", "10.0.0.0/26"}, []string{"10.0.0.128/25"}},
+		{"an except covering the block leaves nothing", "10.0.0.0/24", []string{"10.0.0.0/16"}, nil},
+		{"an except outside the block removes nothing", "10.0.0.0/24", []string{"10.1.0.0/24"}, []string{"10.0.0.0/24"}},
+		{"the block is masked", "10.0.0.7/24", nil, []string{"10.0.0.0/24"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Subtract(tc.cidr, tc.excepts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Subtract = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if _, err := Subtract("10.0.0.0/24", []string{"fd00::/64"}); err == nil {
+		t.Fatal("an IPv6 except of an IPv4 block was accepted")
+	}
+}
+
+// The rule count grows with the policy's rules, peers and ports, not with the pods it selects or admits.
+func TestRulesDoNotGrowWithPods(t *testing.T) {
+	tcp := corev1.ProtocolTCP
+	port := intstr.FromInt32(80)
+	np := networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "web"}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "client"}}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}},
+		}},
+	}}
+	rules := func(n int) (int, int) {
+		var pods []Pod
+		for i := range n {
+			pods = append(pods, Pod{Namespace: "x", Name: "web" + strings.Repeat("w", i), Labels: map[string]string{"app": "web"}},
+				Pod{Namespace: "x", Name: "client" + strings.Repeat("c", i), Labels: map[string]string{"app": "client"}})
+		}
+		res := Translate([]networkingv1.NetworkPolicy{np}, pods, []Namespace{{Name: "x"}})
+		total := 0
+		for _, g := range res.Groups {
+			total += len(g.Rules)
+		}
+		return total, len(res.Pods)
+	}
+	r10, p10 := rules(10)
+	r300, p300 := rules(300)
+	if r10 != 1 || r300 != 1 || p10 != 20 || p300 != 600 {
+		t.Fatalf("10 pods each side: %d rules on %d pods; 300: %d rules on %d pods; want 1 rule, every pod a member", r10, p10, r300, p300)
+	}
+}
+
+// TestTranslationMatchesTheModel translates every scenario of the independent model, evaluates the groups
+// as Neutron does (a port admits what any rule of any of its groups admits; a direction no policy isolates
+// is open) and compares every ordered pair with the model's expectation.
+func TestTranslationMatchesTheModel(t *testing.T) {
+	base := netpol.DefaultCluster(nil)
+	for _, sc := range netpol.Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			c := sc.Apply(base)
+			pols := sc.Policies(c)
+			want := sc.Expected(c)
+			res := Translate(pols, podsOf(c), namespacesOf(c))
+			if len(res.Problems) > 0 {
+				t.Fatalf("problems: %v", res.Problems)
+			}
+			got := netpol.Table{}
+			for _, from := range c.Pods {
+				for _, to := range c.Pods {
+					got.Set(from.Key(), to.Key(), admits(res, from, to, sc.Port, sc.Protocol))
+				}
+			}
+			if d := netpol.Diff(want, got); len(d) > 0 {
+				t.Fatalf("%d pairs differ: %v\n%s", len(d), d, netpol.SideBySide(want, got))
+			}
+		})
+	}
+}
+
+func podsOf(c netpol.Cluster) []Pod {
+	var out []Pod
+	for _, p := range c.Pods {
+		pod := Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels, IP: p.IP}
+		for _, cp := range p.Ports {
+			pod.Ports = append(pod.Ports, corev1.ContainerPort{Name: cp.Name, ContainerPort: cp.Port, Protocol: cp.Protocol})
+		}
+		out = append(out, pod)
+	}
+	return out
+}
+
+func namespacesOf(c netpol.Cluster) []Namespace {
+	var out []Namespace
+	for _, ns := range c.Namespaces {
+		out = append(out, Namespace{Name: ns.Name, Labels: ns.Labels})
+	}
+	return out
+}
+
+// admits evaluates the translation as Neutron's security groups do, both ends of the connection.
+func admits(res Result, from, to netpol.Pod, port int32, proto corev1.Protocol) bool {
+	src, dst := res.Pods[from.Key()], res.Pods[to.Key()]
+	out := !src.EgressIsolated || anyRule(res, src.Groups, "egress", port, proto, func(r Rule) bool { return remoteIs(res, r, to) })
+	in := !dst.IngressIsolated || anyRule(res, dst.Groups, "ingress", port, proto, func(r Rule) bool { return remoteIs(res, r, from) })
+	return out && in
+}
+
+func anyRule(res Result, groups []string, dir string, port int32, proto corev1.Protocol, remote func(Rule) bool) bool {
+	for _, g := range groups {
+		for _, r := range res.Groups[g].Rules {
+			if r.Direction != dir || (r.Protocol != "" && r.Protocol != strings.ToLower(string(proto))) {
+				continue
+			}
+			if r.PortMin != 0 && (int(port) < r.PortMin || int(port) > r.PortMax) {
+				continue
+			}
+			if remote(r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// remoteIs says whether the rule's remote is the pod: a member of its remote group, or inside its prefix.
+func remoteIs(res Result, r Rule, p netpol.Pod) bool {
+	if r.RemoteGroup != "" {
+		return slices.Contains(res.Pods[p.Key()].Groups, r.RemoteGroup)
+	}
+	pfx := netip.MustParsePrefix(r.RemoteIPPrefix)
+	return pfx.Contains(netip.MustParseAddr(p.IP))
+}
