@@ -136,6 +136,8 @@ type Controllers struct {
 	Namespaces bool `json:"namespaces"`
 	Pods       bool `json:"pods"`
 	Services   bool `json:"services"`
+	// NetworkPolicies turns NetworkPolicies into security groups on the pods' ports (needs Pods).
+	NetworkPolicies bool `json:"networkPolicies"`
 }
 
 // LeaderElection configures the single-writer lease.
@@ -178,7 +180,7 @@ func Default() Options {
 		},
 		Octavia: Octavia{Provider: "amphora",
 			HealthMonitor: HealthMonitor{Enabled: true, DelaySeconds: 2, TimeoutSeconds: 1, MaxRetries: 1, MaxRetriesDown: 2}},
-		Controllers:       Controllers{Namespaces: true, Pods: true, Services: true},
+		Controllers:       Controllers{Namespaces: true, Pods: true, Services: true, NetworkPolicies: true},
 		Pools:             Pools{Enabled: true, MinFree: 5, Batch: 10, Max: 50, IdleAfter: Duration{10 * time.Minute}},
 		Workers:           16,
 		ResyncPeriod:      Duration{5 * time.Minute},

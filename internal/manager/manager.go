@@ -25,6 +25,7 @@ import (
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/controller"
 	"github.com/raven-net/raven/internal/controller/namespace"
+	"github.com/raven-net/raven/internal/controller/networkpolicy"
 	"github.com/raven-net/raven/internal/controller/orphan"
 	"github.com/raven-net/raven/internal/controller/pod"
 	"github.com/raven-net/raven/internal/controller/service"
@@ -153,6 +154,19 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		}
 		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Metrics: m,
 			Grace: o.OrphanGracePeriod.Duration, Scope: scope}
+		if o.Controllers.NetworkPolicies {
+			state := &networkpolicy.State{}
+			r.Policies = state
+			serviceCIDR := ""
+			if o.Controllers.Services {
+				serviceCIDR = o.Neutron.ServiceSubnetCIDR
+			}
+			np := &networkpolicy.Reconciler{Client: mgr.GetClient(), Neutron: nm, State: state, Gate: gate, Recorder: recorder,
+				ServiceCIDR: serviceCIDR, NodeCIDRs: o.Neutron.PodIngressCIDRs, Resync: o.ResyncPeriod.Duration}
+			if err := np.SetupWithManager(mgr); err != nil {
+				return nil, err
+			}
+		}
 		if err := r.SetupWithManager(mgr, o.Workers, podRepairs); err != nil {
 			return nil, err
 		}
@@ -262,6 +276,12 @@ func slimPod(obj any) (any, error) {
 		ObjectMeta: p.ObjectMeta,
 		Spec:       corev1.PodSpec{HostNetwork: p.Spec.HostNetwork, NodeName: p.Spec.NodeName},
 		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP},
+	}
+	// Container ports stay: NetworkPolicies name them.
+	for _, c := range p.Spec.Containers {
+		if len(c.Ports) > 0 {
+			slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+		}
 	}
 	slim.ManagedFields = nil
 	return slim, nil

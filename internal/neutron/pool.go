@@ -138,6 +138,9 @@ func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ow
 	if pod.Node != "" {
 		u.HostID = &pod.Node
 	}
+	if !sameGroups(port.SecurityGroups, pod.SecurityGroups) {
+		u.SecurityGroups = &pod.SecurityGroups
+	}
 	updated, err := p.M.N.UpdatePort(ctx, port.ID, u)
 	if err != nil {
 		if refused(err) {

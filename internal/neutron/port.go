@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
@@ -18,6 +19,25 @@ var ErrNotLoaded = errors.New("the ports are still being listed from Neutron")
 // PodRef names a pod, and the node it is scheduled to (empty until it is).
 type PodRef struct {
 	UID, Namespace, Name, Node string
+	// SecurityGroups are the groups the pod's port must carry (its NetworkPolicies'); nil: the cluster's
+	// pod groups.
+	SecurityGroups []string
+}
+
+// groups are the security groups of pod's port.
+func (m *Manager) groups(pod PodRef) []string {
+	if pod.SecurityGroups != nil {
+		return pod.SecurityGroups
+	}
+	return m.C.PodSecurityGroups
+}
+
+// sameGroups says whether a port carries exactly groups (nil groups: whatever it has is right).
+func sameGroups(have, want []string) bool {
+	if want == nil {
+		return true
+	}
+	return slices.Equal(slices.Sorted(slices.Values(have)), slices.Sorted(slices.Values(want)))
 }
 
 func deref(p *openstack.Port) openstack.Port {
@@ -132,7 +152,7 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 		return port, false, err
 	}
 	if keep != nil {
-		p, err := m.bind(ctx, *keep, pod.Node)
+		p, err := m.bind(ctx, *keep, pod.Node, pod.SecurityGroups)
 		return p, false, err
 	}
 	owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindPod, UID: pod.UID, Name: pod.Namespace + "/" + pod.Name}
@@ -150,7 +170,7 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 	spec := openstack.PortSpec{
 		Name: pod.Name, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, DeviceID: pod.UID,
 		Description: Marker(owner.Tags()), Tags: owner.Tags(),
-		HostID: pod.Node, SecurityGroups: m.C.PodSecurityGroups,
+		HostID: pod.Node, SecurityGroups: m.groups(pod),
 	}
 	if nn.Subnet != nil {
 		spec.SubnetID = nn.Subnet.ID
@@ -163,16 +183,24 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 	return *p, true, nil
 }
 
-// bind binds the port to node when the pod has one and the port is not bound there yet. A pod's node never
-// changes once set, so this binds an unbound port (a pod annotated before it was scheduled); it must happen
-// before anything plugs the port: ML2/OVN keeps a port plugged first and bound later DOWN for good.
-func (m *Manager) bind(ctx context.Context, p openstack.Port, node string) (openstack.Port, error) {
-	if node == "" || p.HostID == node {
+// bind binds the port to node when the pod has one and the port is not bound there yet, and gives it the
+// security groups groups (nil: leaves them), in one update. A pod's node never changes once set, so this
+// binds an unbound port (a pod annotated before it was scheduled); it must happen before anything plugs the
+// port: ML2/OVN keeps a port plugged first and bound later DOWN for good.
+func (m *Manager) bind(ctx context.Context, p openstack.Port, node string, groups []string) (openstack.Port, error) {
+	var u openstack.PortUpdate
+	if node != "" && p.HostID != node {
+		u.HostID = &node
+	}
+	if !sameGroups(p.SecurityGroups, groups) {
+		u.SecurityGroups = &groups
+	}
+	if u.HostID == nil && u.SecurityGroups == nil {
 		return p, nil
 	}
-	updated, err := m.N.UpdatePort(ctx, p.ID, openstack.PortUpdate{HostID: &node})
+	updated, err := m.N.UpdatePort(ctx, p.ID, u)
 	if err != nil {
-		return p, fmt.Errorf("binding port %s to node %s: %w", p.ID, node, err)
+		return p, fmt.Errorf("updating port %s (node %s, security groups %v): %w", p.ID, node, groups, err)
 	}
 	m.X.PutPort(m.C.ID, *updated)
 	return *updated, nil

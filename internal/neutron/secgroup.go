@@ -19,8 +19,9 @@ var securityGroupKind = kind[openstack.SecurityGroup]{res: openstack.ResourceSec
 
 // PodGroupRules are the ingress rules of the cluster pod group: from the group itself (pods reach pods),
 // from the service subnet (load balancers, and hairpin traffic a load balancer sends from its VIP), and
-// from each further source (the pod subnets, where the OVN provider's health checks come from a
-// network:distributed port of each pod network; the nodes). Egress is Neutron's default: anywhere.
+// from each further source (the pod subnets: pods that NetworkPolicy isolates are not members of the group,
+// and the OVN provider's health checks come from a network:distributed port of each pod network; the nodes).
+// Egress is Neutron's default: anywhere.
 func PodGroupRules(groupID, serviceCIDR string, sources []string) []openstack.SecurityGroupRule {
 	in := func(r openstack.SecurityGroupRule) openstack.SecurityGroupRule {
 		r.SecurityGroupID, r.Direction, r.EtherType = groupID, "ingress", "IPv4"
@@ -56,9 +57,9 @@ func (c *Cluster) ensurePodGroup(ctx context.Context, n openstack.Networking, o 
 	}); err != nil {
 		return fmt.Errorf("creating the cluster pod security group: %w", err)
 	}
-	serviceCIDR, sources := "", o.PodIngressCIDRs
+	serviceCIDR, sources := "", append(slices.Clone(c.PodPrefixes), o.PodIngressCIDRs...)
 	if withServices {
-		serviceCIDR, sources = o.ServiceSubnetCIDR, append(slices.Clone(c.PodPrefixes), o.PodIngressCIDRs...)
+		serviceCIDR = o.ServiceSubnetCIDR
 	}
 	for _, want := range PodGroupRules(g.ID, serviceCIDR, sources) {
 		if hasRule(g.Rules, want) {

@@ -60,6 +60,8 @@ type Networking interface {
 	CreateSecurityGroup(ctx context.Context, spec SecurityGroupSpec) (*SecurityGroup, error)
 	DeleteSecurityGroup(ctx context.Context, id string) error
 	CreateSecurityGroupRule(ctx context.Context, r SecurityGroupRule) (*SecurityGroupRule, error)
+	// CreateSecurityGroupRules creates rules in one request (Neutron's bulk create: all or none).
+	CreateSecurityGroupRules(ctx context.Context, rules []SecurityGroupRule) ([]SecurityGroupRule, error)
 	DeleteSecurityGroupRule(ctx context.Context, id string) error
 
 	// ReplaceTags sets the tags of one object (Neutron cannot tag networks, subnets, subnet pools, routers and

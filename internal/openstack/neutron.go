@@ -376,6 +376,30 @@ func (n *neutron) CreateSecurityGroupRule(ctx context.Context, rule SecurityGrou
 	return r.Rule, nil
 }
 
+func (n *neutron) CreateSecurityGroupRules(ctx context.Context, rs []SecurityGroupRule) ([]SecurityGroupRule, error) {
+	list := make([]map[string]any, 0, len(rs))
+	for _, rule := range rs {
+		m := map[string]any{"security_group_id": rule.SecurityGroupID, "direction": rule.Direction, "ethertype": rule.EtherType}
+		for k, v := range map[string]string{"protocol": rule.Protocol, "remote_ip_prefix": rule.RemoteIPPrefix,
+			"remote_group_id": rule.RemoteGroupID, "description": rule.Description} {
+			if v != "" {
+				m[k] = v
+			}
+		}
+		if rule.PortRangeMin > 0 {
+			m["port_range_min"], m["port_range_max"] = rule.PortRangeMin, rule.PortRangeMax
+		}
+		list = append(list, m)
+	}
+	var r struct {
+		Rules []SecurityGroupRule `json:"security_group_rules"`
+	}
+	if err := rules.Create(ctx, n.c, body{"security_group_rules": list}).ExtractInto(&r); err != nil {
+		return nil, wrap("neutron security_group_rule bulk_create", err)
+	}
+	return r.Rules, nil
+}
+
 func (n *neutron) DeleteSecurityGroupRule(ctx context.Context, id string) error {
 	return wrap("neutron security_group_rule delete", rules.Delete(ctx, n.c, id).ExtractErr())
 }

@@ -14,6 +14,7 @@ const (
 	KindNamespace Kind = "namespace" // a namespace's network and subnet
 	KindService   Kind = "service"   // a service's VIP port, load balancer and floating IP
 	KindCluster   Kind = "cluster"   // cluster-wide objects: router, subnet pool, service network
+	KindPolicy    Kind = "policy"    // a security group of NetworkPolicy: a policy's, a peer's or a base one
 )
 
 const (

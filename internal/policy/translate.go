@@ -46,7 +46,8 @@ type Rule struct {
 
 // Group is a security group Raven wants: a policy's group with its rules, or a peer group without rules.
 type Group struct {
-	// Key identifies the group among a cluster's: "policy/<namespace>/<name>" or "peer/<hash>".
+	// Key identifies the group among a cluster's (its tag): "np-<policy UID>", "peer-<hash of the
+	// selectors>", or "base-<name>" for the groups that open a direction no policy isolates.
 	Key string
 	// Description says what the group stands for, for people reading Neutron.
 	Description string
@@ -99,8 +100,14 @@ type translator struct {
 	nsLabels map[string]labels.Set
 }
 
-// PolicyKey is the key of a policy's group.
-func PolicyKey(namespace, name string) string { return "policy/" + namespace + "/" + name }
+// PolicyKey is the key of a policy's group: its UID, so that a policy deleted and made again under its name
+// gets a group of its own.
+func PolicyKey(np *networkingv1.NetworkPolicy) string {
+	if np.UID == "" {
+		return "np-" + np.Namespace + "." + np.Name
+	}
+	return "np-" + string(np.UID)
+}
 
 func (t *translator) problem(np *networkingv1.NetworkPolicy, format string, args ...any) {
 	key := np.Namespace + "/" + np.Name
@@ -114,7 +121,7 @@ func (t *translator) policy(np *networkingv1.NetworkPolicy) {
 		return
 	}
 	ingress, egress := types(np)
-	g := Group{Key: PolicyKey(np.Namespace, np.Name), Description: "NetworkPolicy " + np.Namespace + "/" + np.Name}
+	g := Group{Key: PolicyKey(np), Description: "NetworkPolicy " + np.Namespace + "/" + np.Name}
 	if ingress {
 		for i, r := range np.Spec.Ingress {
 			g.Rules = append(g.Rules, t.rule(np, "ingress", fmt.Sprintf("ingress[%d]", i), r.From, r.Ports, selected)...)
@@ -271,7 +278,7 @@ func (t *translator) peerGroup(policyNS string, nsSel, podSel *metav1.LabelSelec
 	}
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(desc))
-	key := "peer/" + strconv.FormatUint(h.Sum64(), 36)
+	key := "peer-" + strconv.FormatUint(h.Sum64(), 36)
 	if _, ok := t.res.Groups[key]; !ok {
 		t.res.Groups[key] = Group{Key: key, Description: desc}
 		for _, p := range pods {

@@ -22,6 +22,14 @@ import (
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
+// Groups tells the security groups a pod's port must carry; ok is false while one is still being made.
+type Groups interface {
+	GroupsFor(ctx context.Context, c ctrl.Reader, pod *corev1.Pod, ip string, unisolated []string) (groups []string, ok bool, err error)
+}
+
+// errGroupsPending: a group the pod's policies need is still being made; the pod waits for it.
+var errGroupsPending = errors.New("waiting for the security groups of the pod's NetworkPolicies")
+
 // UIDField is the cache index that finds a pod by UID.
 const UIDField = "metadata.uid"
 
@@ -34,6 +42,9 @@ type Reconciler struct {
 	Metrics  *metrics.Metrics
 	// Scope says which namespaces are served (nil: all).
 	Scope *controller.Scope
+	// Policies, when set, gives each port the security groups of the NetworkPolicies that concern its pod
+	// before the pod is annotated (nil: the cluster's pod groups).
+	Policies Groups
 	// seen holds when this process first saw each pod still waiting for its port (for the latency metric).
 	seen firstSeen
 	// Grace protects a port this process did not make from deletion until it is this old: another writer
@@ -75,6 +86,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.seen.mark(string(pod.UID))
 	}
 	port, err := r.ensurePort(ctx, &pod, nn)
+	if errors.Is(err, errGroupsPending) {
+		log.V(3).Info("Waiting for the pod's policy groups")
+		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
+	}
 	if errors.Is(err, neutron.ErrNotLoaded) {
 		return reconcile.Result{RequeueAfter: time.Second}, nil // a pod in sync waits for the start-up listing
 	}
@@ -98,6 +113,16 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutro
 	var announced annotations.Port
 	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
 	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}
+	if r.Policies != nil {
+		groups, ok, err := r.Policies.GroupsFor(ctx, r.Client, pod, "", r.Neutron.C.PodSecurityGroups)
+		if err != nil {
+			return neutron.Port{}, err
+		}
+		if !ok {
+			return neutron.Port{}, errGroupsPending
+		}
+		ref.SecurityGroups = groups
+	}
 	port, created, err := r.Neutron.EnsurePort(ctx, ref, nn, announced.ID)
 	if errors.Is(err, neutron.ErrNotLoaded) {
 		return port, err // not a failure: the caller sends the pod back until the listing is in

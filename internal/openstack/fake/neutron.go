@@ -779,6 +779,39 @@ func (n *Neutron) CreateSecurityGroupRule(_ context.Context, r openstack.Securit
 	return &r, nil
 }
 
+// CreateSecurityGroupRules implements openstack.Networking: the bulk create, all or none.
+func (n *Neutron) CreateSecurityGroupRules(_ context.Context, rs []openstack.SecurityGroupRule) ([]openstack.SecurityGroupRule, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("CreateSecurityGroupRules", true); err != nil {
+		return nil, err
+	}
+	for i, r := range rs {
+		g, ok := n.SGs[r.SecurityGroupID]
+		if !ok {
+			return nil, notFound("security group")
+		}
+		if r.RemoteGroupID != "" && n.SGs[r.RemoteGroupID] == nil {
+			return nil, notFound("remote security group")
+		}
+		dup := slices.ContainsFunc(rs[:i], func(x openstack.SecurityGroupRule) bool { return x == r })
+		for _, x := range g.Rules {
+			x.ID = ""
+			dup = dup || x == r
+		}
+		if dup {
+			return nil, openstack.NewError("fake security group rule create", openstack.KindConflict, 409, "SecurityGroupRuleExists")
+		}
+	}
+	out := make([]openstack.SecurityGroupRule, 0, len(rs))
+	for _, r := range rs {
+		r.ID = n.id("rule")
+		n.SGs[r.SecurityGroupID].Rules = append(n.SGs[r.SecurityGroupID].Rules, r)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // DeleteSecurityGroupRule implements openstack.Networking.
 func (n *Neutron) DeleteSecurityGroupRule(_ context.Context, id string) error {
 	n.mu.Lock()

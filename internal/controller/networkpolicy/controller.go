@@ -1,0 +1,51 @@
+package networkpolicy
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ravenctrl "github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/pkg/annotations"
+)
+
+// SetupWithManager watches NetworkPolicies, and the pods and namespaces they may select: each change
+// brings the one cluster-wide request back.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{Key} })
+	return builder.ControllerManagedBy(mgr).
+		Named("networkpolicy").
+		Watches(&networkingv1.NetworkPolicy{}, all).
+		Watches(&corev1.Namespace{}, all, builder.WithPredicates(labelsChanged)).
+		Watches(&corev1.Pod{}, all, builder.WithPredicates(podChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1, RateLimiter: ravenctrl.RateLimiter()}).
+		Complete(r)
+}
+
+// labelsChanged passes creates, deletes and label changes.
+var labelsChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+	},
+}
+
+// podChanged passes what changes a pod's groups or their rules: its labels, its port (address), its
+// container ports (named ports), its coming and going.
+var podChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
+		return !maps.Equal(o.Labels, n.Labels) || o.Annotations[annotations.PodPort] != n.Annotations[annotations.PodPort] ||
+			!slices.EqualFunc(o.Spec.Containers, n.Spec.Containers, func(a, b corev1.Container) bool { return slices.Equal(a.Ports, b.Ports) })
+	},
+}

@@ -1,0 +1,265 @@
+package networkpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/policy"
+	"github.com/raven-net/raven/pkg/annotations"
+)
+
+// Key is the one request the controller works on: every change anywhere brings the whole cluster in step.
+var Key = reconcile.Request{}
+
+// retry is how soon a reconcile that left work undone (a group still in use, a refused change) runs again.
+const retry = 5 * time.Second
+
+// Reconciler keeps the cluster's policy groups and the pods' groups in step with the NetworkPolicies.
+type Reconciler struct {
+	Client   client.Client
+	Neutron  *neutron.Manager
+	State    *State
+	Gate     *controller.Gate
+	Recorder events.EventRecorder
+	// ServiceCIDR and NodeCIDRs are what the base groups admit besides the pods (see policy.Infra).
+	ServiceCIDR string
+	NodeCIDRs   []string
+	// Resync is how often the groups are checked against Neutron while policies exist.
+	Resync time.Duration
+	// clean: the last reconcile found no policy and no group, so the next one without policies has nothing
+	// to do and asks Neutron nothing.
+	clean bool
+}
+
+// Reconcile makes Neutron's policy groups and every pod port's groups match the policies as they are now.
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if err := r.Gate.Wait(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	log := klog.FromContext(ctx)
+	var nps networkingv1.NetworkPolicyList
+	if err := r.Client.List(ctx, &nps); err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(nps.Items) == 0 && r.clean {
+		return reconcile.Result{}, nil
+	}
+	var nss corev1.NamespaceList
+	if err := r.Client.List(ctx, &nss); err != nil {
+		return reconcile.Result{}, err
+	}
+	var podList corev1.PodList
+	if err := r.Client.List(ctx, &podList); err != nil {
+		return reconcile.Result{}, err
+	}
+	pods := portPods(podList.Items)
+	in := make([]policy.Pod, 0, len(pods))
+	for _, p := range pods {
+		in = append(in, p.pod)
+	}
+	res := policy.Translate(nps.Items, in, namespacesOf(nss.Items))
+	want := res.Groups
+	if len(nps.Items) > 0 {
+		health, err := r.healthSources(ctx)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		for _, g := range policy.BaseGroups(policy.Infra{ServiceCIDR: r.ServiceCIDR, PodPrefixes: r.Neutron.C.PodPrefixes, NodeCIDRs: r.NodeCIDRs, HealthSources: health}) {
+			want[g.Key] = g
+		}
+	}
+	have, extra, err := policy.Read(ctx, r.Neutron.N, r.Neutron.C.ID)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	byPolicy := policiesByKey(nps.Items)
+	pending := false
+	ids := map[string]string{}
+	for key, sg := range have {
+		ids[key] = sg.ID
+	}
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		if _, ok := have[key]; ok {
+			continue
+		}
+		sg, err := policy.Create(ctx, r.Neutron.N, r.Neutron.C.ID, want[key])
+		if err != nil {
+			r.warnGroup(ctx, byPolicy, key, "PolicyGroupCreate", "creating the security group "+key, err)
+			pending = true
+			continue
+		}
+		log.V(2).Info("Created policy group", "group", key, "id", sg.ID)
+		have[key], ids[key] = sg, sg.ID
+	}
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		sg, ok := have[key]
+		if !ok {
+			continue
+		}
+		added, removed, err := policy.Sync(ctx, r.Neutron.N, sg, want[key].Rules, ids)
+		if err != nil {
+			r.warnGroup(ctx, byPolicy, key, "PolicyRules", "setting the rules of security group "+key, err)
+			pending = true
+			continue
+		}
+		if added+removed > 0 {
+			log.V(2).Info("Updated policy group rules", "group", key, "added", added, "removed", removed)
+		}
+	}
+	r.State.set(ids)
+	for name, problems := range res.Problems {
+		if np := byName(nps.Items, name); np != nil {
+			for _, p := range problems {
+				klog.Background().WithValues("networkPolicy", klog.KObj(np)).Info("Warning", "reason", "PolicyNotExpressible", "problem", p)
+				controller.Warn(r.Recorder, np, "PolicyNotExpressible", "Reconcile", "translating the policy", errors.New(p))
+			}
+		}
+	}
+	if err := r.setPortGroups(ctx, pods, res, ids); err != nil {
+		return reconcile.Result{}, err
+	}
+	for key, sg := range have {
+		if _, wanted := want[key]; !wanted {
+			extra = append(extra, sg)
+		}
+	}
+	for _, sg := range extra {
+		if err := openstack.IgnoreNotFound(r.Neutron.N.DeleteSecurityGroup(ctx, sg.ID)); err != nil {
+			// In use: a port still carries it (a pod the next reconcile moves off it).
+			log.V(2).Info("Policy group not deleted yet", "id", sg.ID, "err", err.Error())
+			pending = true
+			continue
+		}
+		log.V(2).Info("Deleted policy group", "id", sg.ID)
+	}
+	r.clean = len(nps.Items) == 0 && len(have) == 0 && len(extra) == 0
+	if pending {
+		return reconcile.Result{RequeueAfter: retry}, nil
+	}
+	if len(nps.Items) > 0 {
+		// Rules someone changed in Neutron come back at the latest after Resync.
+		return reconcile.Result{RequeueAfter: r.Resync}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// portPod is a pod with a port: what the translation needs, and its UID to find its ports.
+type portPod struct {
+	pod policy.Pod
+	uid string
+}
+
+// portPods are the pods whose port annotation names an address.
+func portPods(items []corev1.Pod) []portPod {
+	var out []portPod
+	for i := range items {
+		p := &items[i]
+		var port annotations.Port
+		if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &port); !ok || err != nil || len(port.FixedIPs) == 0 {
+			continue
+		}
+		out = append(out, portPod{pod: podOf(p, port.FixedIPs[0].IPAddress), uid: string(p.UID)})
+	}
+	return out
+}
+
+// setPortGroups gives every pod's port the groups it must carry, one port update for each port that
+// differs. A pod whose groups are not all made yet keeps its groups until they are.
+func (r *Reconciler) setPortGroups(ctx context.Context, pods []portPod, res policy.Result, ids map[string]string) error {
+	log := klog.FromContext(ctx)
+	var errs []error
+	for _, p := range pods {
+		want, ok := policy.SecurityGroups(res.Pods[p.pod.Key()], r.Neutron.C.PodSecurityGroups, ids)
+		if !ok {
+			continue
+		}
+		for _, port := range r.Neutron.X.PortsOf(p.uid) {
+			if slices.Equal(slices.Sorted(slices.Values(port.SecurityGroups)), want) {
+				continue
+			}
+			updated, err := r.Neutron.N.UpdatePort(ctx, port.ID, openstack.PortUpdate{SecurityGroups: &want})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("setting the security groups of port %s of pod %s: %w", port.ID, p.pod.Key(), err))
+				continue
+			}
+			r.Neutron.X.PutPort(r.Neutron.C.ID, *updated)
+			log.V(3).Info("Set port groups", "pod", p.pod.Key(), "port", port.ID, "groups", want)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// healthSources are the addresses of the network:distributed ports of the cluster's pod networks, where
+// the OVN provider's health checks come from.
+func (r *Reconciler) healthSources(ctx context.Context) ([]string, error) {
+	ports, err := r.Neutron.N.ListPorts(ctx, openstack.Filter{DeviceOwner: "network:distributed"})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range ports {
+		if r.Neutron.X.NetworkByID(p.NetworkID) == nil {
+			continue
+		}
+		for _, ip := range p.FixedIPs {
+			if a, err := netip.ParseAddr(ip.IPAddress); err == nil && a.Is4() {
+				out = append(out, ip.IPAddress)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func policiesByKey(items []networkingv1.NetworkPolicy) map[string]*networkingv1.NetworkPolicy {
+	out := map[string]*networkingv1.NetworkPolicy{}
+	for i := range items {
+		out[policy.PolicyKey(&items[i])] = &items[i]
+	}
+	return out
+}
+
+func byName(items []networkingv1.NetworkPolicy, name string) *networkingv1.NetworkPolicy {
+	for i := range items {
+		if items[i].Namespace+"/"+items[i].Name == name {
+			return &items[i]
+		}
+	}
+	return nil
+}
+
+// warnGroup reports a failure on a group: on its policy for a policy group, in the log for the others.
+func (r *Reconciler) warnGroup(ctx context.Context, byPolicy map[string]*networkingv1.NetworkPolicy, key, reason, what string, err error) {
+	if np, ok := byPolicy[key]; ok {
+		r.warn(np, reason, what, err)
+		return
+	}
+	klog.FromContext(ctx).Error(err, "Policy group", "group", key, "what", what)
+	if strings.HasPrefix(key, "peer-") {
+		// A peer group serves several policies: every one naming it hears about it.
+		for _, np := range byPolicy {
+			r.warn(np, reason, what, err)
+		}
+	}
+}
+
+func (r *Reconciler) warn(np *networkingv1.NetworkPolicy, reason, what string, err error) {
+	klog.Background().WithValues("networkPolicy", klog.KObj(np)).Info("Warning", "reason", reason, "what", what, "err", err.Error())
+	controller.Warn(r.Recorder, np, controller.Reason(reason, err), "Reconcile", what, err)
+}

@@ -1,0 +1,263 @@
+package networkpolicy
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/raven-net/raven/internal/config"
+	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/controller/pod"
+	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/openstack/fake"
+	"github.com/raven-net/raven/internal/ownership"
+	"github.com/raven-net/raven/internal/policy"
+)
+
+type world struct {
+	np   *Reconciler
+	pods *pod.Reconciler
+	n    *fake.Neutron
+	c    client.Client
+	rec  *events.FakeRecorder
+}
+
+func newWorld(t *testing.T, objs ...client.Object) *world {
+	t.Helper()
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	cl, err := neutron.EnsureCluster(ctx, n, "c1", config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16",
+		PodSubnetPrefixLength: 24, ServiceSubnetCIDR: "10.0.0.0/24"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &neutron.Manager{N: n, C: cl, X: neutron.NewIndex()}
+	if _, err := m.EnsureNamespace(ctx, "ns-uid", "ns"); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", UID: "ns-uid"}}
+	c := crfake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(append(objs, ns)...).
+		WithIndex(&corev1.Pod{}, pod.UIDField, func(o client.Object) []string { return []string{string(o.GetUID())} }).Build()
+	gate := controller.NewGate()
+	gate.Open()
+	rec := events.NewFakeRecorder(100)
+	state := &State{}
+	return &world{
+		np:   &Reconciler{Client: c, Neutron: m, State: state, Gate: gate, Recorder: rec, ServiceCIDR: "10.0.0.0/24"},
+		pods: &pod.Reconciler{Client: c, Neutron: m, Gate: gate, Recorder: rec, Policies: state},
+		n:    n, c: c, rec: rec,
+	}
+}
+
+func (w *world) addPod(t *testing.T, name, app string) {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name + "-uid"), Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}}}
+	if err := w.c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcilePod(t, name)
+}
+
+func (w *world) reconcilePod(t *testing.T, name string) {
+	t.Helper()
+	if _, err := w.pods.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *world) reconcile(t *testing.T) {
+	t.Helper()
+	if _, err := w.np.Reconcile(context.Background(), Key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groupsOf are the keys of the groups on the pod's port ("pods" for the cluster pod group).
+func (w *world) groupsOf(t *testing.T, name string) []string {
+	t.Helper()
+	var out []string
+	for _, p := range w.n.Ports {
+		if p.DeviceID != name+"-uid" {
+			continue
+		}
+		for _, id := range p.SecurityGroups {
+			out = append(out, w.keyOf(id))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (w *world) keyOf(id string) string {
+	if slices.Contains(w.np.Neutron.C.PodSecurityGroups, id) {
+		return "pods"
+	}
+	o, _ := ownership.Parse(w.n.SGs[id].Tags)
+	return o.UID
+}
+
+func (w *world) policyGroups() map[string]*openstack.SecurityGroup {
+	out := map[string]*openstack.SecurityGroup{}
+	for _, g := range w.n.SGs {
+		if o, ok := ownership.Parse(g.Tags); ok && o.Kind == ownership.KindPolicy {
+			out[o.UID] = g
+		}
+	}
+	return out
+}
+
+func webPolicy() *networkingv1.NetworkPolicy {
+	port := intstr.FromString("http")
+	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "np1"}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "client"}}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Port: &port}},
+		}},
+	}}
+}
+
+func TestPolicyLifecycle(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	w.addPod(t, "web", "web")
+	w.addPod(t, "client", "client")
+	w.reconcile(t)
+	if gs := w.policyGroups(); len(gs) != 0 {
+		t.Fatalf("policy groups %v without any policy", gs)
+	}
+	writes, lists := w.n.Writes, w.n.Calls["ListSecurityGroups"]
+	w.reconcile(t)
+	if w.n.Writes != writes || w.n.Calls["ListSecurityGroups"] != lists {
+		t.Fatalf("a cluster without policies cost %d writes and %d group lists on its second reconcile, want none",
+			w.n.Writes-writes, w.n.Calls["ListSecurityGroups"]-lists)
+	}
+
+	// A policy: its group, the peer group, the base groups; web isolated, client a peer.
+	if err := w.c.Create(ctx, webPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile(t)
+	gs := w.policyGroups()
+	np := gs["np-np1"]
+	if np == nil || len(np.Rules) != 1 || len(gs) != 5 {
+		t.Fatalf("groups %v; want np-np1 with one rule, a peer group and three base groups", keys(gs))
+	}
+	r := np.Rules[0]
+	if r.Direction != "ingress" || r.Protocol != "tcp" || r.PortRangeMin != 8080 || r.PortRangeMax != 8080 || w.keyOf(r.RemoteGroupID)[:5] != "peer-" {
+		t.Fatalf("rule %+v; want ingress tcp 8080 (the named port) from the peer group", r)
+	}
+	peer := w.keyOf(r.RemoteGroupID)
+	if got, want := w.groupsOf(t, "web"), []string{policy.BaseEgress, policy.BaseInfra, "np-np1"}; !slices.Equal(got, want) {
+		t.Fatalf("web carries %v, want %v", got, want)
+	}
+	if got, want := w.groupsOf(t, "client"), []string{peer, "pods"}; !slices.Equal(got, want) {
+		t.Fatalf("client carries %v, want %v", got, want)
+	}
+	writes = w.n.Writes
+	w.reconcile(t)
+	if w.n.Writes != writes {
+		t.Fatalf("a reconcile in step made %d Neutron writes", w.n.Writes-writes)
+	}
+
+	// A pod created while the policy exists carries its groups from its port's first moment.
+	w.addPod(t, "web2", "web")
+	if got, want := w.groupsOf(t, "web2"), []string{policy.BaseEgress, policy.BaseInfra, "np-np1"}; !slices.Equal(got, want) {
+		t.Fatalf("new web2 carries %v before any policy reconcile, want %v", got, want)
+	}
+
+	// A rule removed in Neutron comes back; one added by hand goes.
+	if err := w.n.DeleteSecurityGroupRule(ctx, np.Rules[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.n.CreateSecurityGroupRule(ctx, openstack.SecurityGroupRule{SecurityGroupID: np.ID, Direction: "ingress", EtherType: "IPv4", RemoteIPPrefix: "0.0.0.0/0"}); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile(t)
+	if np := w.policyGroups()["np-np1"]; len(np.Rules) != 1 || np.Rules[0].RemoteGroupID == "" {
+		t.Fatalf("rules after repair %+v, want the one peer rule", np.Rules)
+	}
+
+	// The policy deleted: every port back on the pod group, every policy group gone.
+	if err := w.c.Delete(ctx, webPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile(t)
+	for _, name := range []string{"web", "web2", "client"} {
+		if got := w.groupsOf(t, name); !slices.Equal(got, []string{"pods"}) {
+			t.Errorf("%s carries %v after the policy was deleted, want the pod group", name, got)
+		}
+	}
+	if gs := w.policyGroups(); len(gs) != 0 {
+		t.Fatalf("groups %v left after the policy was deleted", keys(gs))
+	}
+}
+
+func TestPodWaitsForItsPolicyGroups(t *testing.T) {
+	w := newWorld(t)
+	if err := w.c.Create(context.Background(), webPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	// The policy controller has not made the groups yet: the pod gets no port, so no CNI can plug it.
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "web-uid", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{NodeName: "node-a"}}
+	if err := w.c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.pods.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "web"}})
+	if err != nil || res.RequeueAfter == 0 || len(w.groupsOf(t, "web")) != 0 {
+		t.Fatalf("reconcile = %v, %v; port groups %v: want a requeue and no port yet", res, err, w.groupsOf(t, "web"))
+	}
+	w.reconcile(t)
+	w.reconcilePod(t, "web")
+	if got := w.groupsOf(t, "web"); !slices.Contains(got, "np-np1") {
+		t.Fatalf("web carries %v, want its policy's group", got)
+	}
+}
+
+func TestPolicyGroupQuotaIsAWarning(t *testing.T) {
+	w := newWorld(t)
+	w.addPod(t, "web", "web")
+	if err := w.c.Create(context.Background(), webPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	w.n.Fail("CreateSecurityGroupRules", -1, openstack.NewError("neutron security_group_rule bulk_create", openstack.KindQuota, 409, "Quota exceeded for resources: [security_group_rule]"))
+	res, err := w.np.Reconcile(context.Background(), Key)
+	if err != nil || res.RequeueAfter == 0 {
+		t.Fatalf("reconcile = %v, %v; want a retry later", res, err)
+	}
+	found := false
+	for len(w.rec.Events) > 0 {
+		if e := <-w.rec.Events; contains(e, "PolicyRules") && contains(e, "Quota") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no Warning on the policy for the refused rules")
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func keys(m map[string]*openstack.SecurityGroup) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,117 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+// Read returns the cluster's policy groups in Neutron by key (the UID tag); a key found twice (a create
+// whose answer was lost) keeps the first, and the others are returned as extra, to be deleted.
+func Read(ctx context.Context, n openstack.Networking, cluster string) (byKey map[string]openstack.SecurityGroup, extra []openstack.SecurityGroup, err error) {
+	groups, err := n.ListSecurityGroups(ctx, openstack.Filter{Tags: ownership.Selector(cluster, ownership.KindPolicy)})
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(groups, func(a, b openstack.SecurityGroup) int { return strings.Compare(a.ID, b.ID) })
+	byKey = map[string]openstack.SecurityGroup{}
+	for _, g := range groups {
+		o, ok := ownership.Parse(g.Tags)
+		if !ok || o.Cluster != cluster || o.Kind != ownership.KindPolicy || o.UID == "" {
+			continue
+		}
+		if _, dup := byKey[o.UID]; dup {
+			extra = append(extra, g)
+			continue
+		}
+		byKey[o.UID] = g
+	}
+	return byKey, extra, nil
+}
+
+// Create makes the group of g, tagged as the cluster's, without the egress rules Neutron gives a new group
+// (a policy group admits only what its rules say). Its rules come with Sync.
+func Create(ctx context.Context, n openstack.Networking, cluster string, g Group) (openstack.SecurityGroup, error) {
+	sg, err := n.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: "raven-" + cluster + "-" + g.Key, Description: g.Description})
+	if err != nil {
+		return openstack.SecurityGroup{}, err
+	}
+	tags := ownership.Owner{Cluster: cluster, Kind: ownership.KindPolicy, UID: g.Key}.Tags()
+	if err := n.ReplaceTags(ctx, openstack.ResourceSecurityGroups, sg.ID, tags); err != nil {
+		_ = n.DeleteSecurityGroup(context.WithoutCancel(ctx), sg.ID)
+		return openstack.SecurityGroup{}, err
+	}
+	sg.Tags = tags
+	for _, r := range sg.Rules {
+		if err := openstack.IgnoreNotFound(n.DeleteSecurityGroupRule(ctx, r.ID)); err != nil {
+			return *sg, err
+		}
+	}
+	sg.Rules = nil
+	return *sg, nil
+}
+
+// Sync brings the rules of sg to want: the missing ones in one bulk request, the extra ones deleted one by
+// one. ids resolves the peer keys of want's rules; a rule whose peer has no group yet waits for the next sync.
+// It returns how many rules it created and deleted.
+func Sync(ctx context.Context, n openstack.Networking, sg openstack.SecurityGroup, want []Rule, ids map[string]string) (created, deleted int, err error) {
+	wanted := map[string]openstack.SecurityGroupRule{}
+	for _, r := range want {
+		x := openstack.SecurityGroupRule{SecurityGroupID: sg.ID, Direction: r.Direction, EtherType: "IPv4", Protocol: r.Protocol,
+			PortRangeMin: r.PortMin, PortRangeMax: r.PortMax, RemoteIPPrefix: r.RemoteIPPrefix}
+		if r.RemoteGroup != "" {
+			id, ok := ids[r.RemoteGroup]
+			if !ok {
+				continue
+			}
+			x.RemoteGroupID = id
+		}
+		wanted[ruleKey(x)] = x
+	}
+	var stale []string
+	for _, r := range sg.Rules {
+		k := ruleKey(r)
+		if _, ok := wanted[k]; ok {
+			delete(wanted, k)
+			continue
+		}
+		stale = append(stale, r.ID)
+	}
+	if len(wanted) > 0 {
+		var add []openstack.SecurityGroupRule
+		for _, r := range wanted {
+			add = append(add, r)
+		}
+		slices.SortFunc(add, func(a, b openstack.SecurityGroupRule) int { return strings.Compare(ruleKey(a), ruleKey(b)) })
+		if _, err := n.CreateSecurityGroupRules(ctx, add); err != nil {
+			return 0, 0, fmt.Errorf("adding %d rules to security group %s: %w", len(add), sg.ID, err)
+		}
+		created = len(add)
+	}
+	for _, id := range stale {
+		if err := openstack.IgnoreNotFound(n.DeleteSecurityGroupRule(ctx, id)); err != nil {
+			return created, deleted, fmt.Errorf("deleting rule %s of security group %s: %w", id, sg.ID, err)
+		}
+		deleted++
+	}
+	return created, deleted, nil
+}
+
+// ruleKey identifies a rule by what it admits. Neutron may store "any address" as no prefix, and a port
+// range only with a protocol.
+func ruleKey(r openstack.SecurityGroupRule) string {
+	prefix := r.RemoteIPPrefix
+	if prefix == "0.0.0.0/0" && r.RemoteGroupID == "" {
+		prefix = ""
+	}
+	min, max := r.PortRangeMin, r.PortRangeMax
+	if r.Protocol == "" {
+		min, max = 0, 0
+	}
+	return r.Direction + "|" + r.EtherType + "|" + r.Protocol + "|" + strconv.Itoa(min) + "-" + strconv.Itoa(max) + "|" + prefix + "|" + r.RemoteGroupID
+}

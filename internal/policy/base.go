@@ -1,0 +1,90 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+)
+
+// The base groups: what a pod gets in a direction no policy isolates, and what an isolated pod keeps.
+const (
+	// BaseIngress opens ingress as the cluster pod group does for a pod no policy selects.
+	BaseIngress = "base-ingress"
+	// BaseEgress opens egress to anywhere.
+	BaseEgress = "base-egress"
+	// BaseInfra is what the cluster needs of an isolated pod: hairpin traffic a load balancer sends from its
+	// VIP and the nodes' traffic in, the load balancers' health checks in, and Services (a connection to a
+	// clusterIP leaves the pod before the load balancer turns it towards a pod) out.
+	BaseInfra = "base-infra"
+)
+
+// Infra is the addresses the base groups admit.
+type Infra struct {
+	// ServiceCIDR is the service subnet: the VIPs.
+	ServiceCIDR string
+	// PodPrefixes are the pod subnet pool's prefixes.
+	PodPrefixes []string
+	// NodeCIDRs are further sources every pod admits (the nodes).
+	NodeCIDRs []string
+	// HealthSources are the addresses the load balancers' health checks come from (the OVN provider's:
+	// each pod network's network:distributed port).
+	HealthSources []string
+}
+
+// BaseGroups are the three base groups for in.
+func BaseGroups(in Infra) []Group {
+	from := func(prefixes ...string) []Rule {
+		var out []Rule
+		for _, p := range prefixes {
+			if p != "" {
+				out = append(out, Rule{Direction: "ingress", RemoteIPPrefix: p})
+			}
+		}
+		return out
+	}
+	var health []string
+	for _, h := range in.HealthSources {
+		if !strings.Contains(h, "/") {
+			h += "/32"
+		}
+		health = append(health, h)
+	}
+	ingress := from(append(append(slices.Clone(in.PodPrefixes), in.ServiceCIDR), in.NodeCIDRs...)...)
+	infra := from(append(append([]string{in.ServiceCIDR}, in.NodeCIDRs...), health...)...)
+	if in.ServiceCIDR != "" {
+		infra = append(infra, Rule{Direction: "egress", RemoteIPPrefix: in.ServiceCIDR})
+	}
+	return []Group{
+		{Key: BaseIngress, Description: "ingress of pods no NetworkPolicy isolates for ingress", Rules: dedupe(ingress)},
+		{Key: BaseEgress, Description: "egress of pods no NetworkPolicy isolates for egress", Rules: []Rule{{Direction: "egress", RemoteIPPrefix: "0.0.0.0/0"}}},
+		{Key: BaseInfra, Description: "what pods isolated by NetworkPolicy still need: load balancers, health checks, nodes", Rules: dedupe(infra)},
+	}
+}
+
+// SecurityGroups are the groups of a pod's port, by ID: for a pod no policy isolates, the cluster's pod
+// groups (unisolated) and the peer groups it belongs to; for an isolated pod, the infra group, the base group
+// of each direction no policy isolates, and its policy and peer groups. ok is false while a group has no ID
+// yet (the policy controller is making it).
+func SecurityGroups(m Membership, unisolated []string, ids map[string]string) (groups []string, ok bool) {
+	keys := slices.Clone(m.Groups)
+	switch {
+	case !m.IngressIsolated && !m.EgressIsolated:
+		groups = slices.Clone(unisolated)
+	default:
+		keys = append(keys, BaseInfra)
+		if !m.IngressIsolated {
+			keys = append(keys, BaseIngress)
+		}
+		if !m.EgressIsolated {
+			keys = append(keys, BaseEgress)
+		}
+	}
+	for _, k := range keys {
+		id, found := ids[k]
+		if !found {
+			return nil, false
+		}
+		groups = append(groups, id)
+	}
+	slices.Sort(groups)
+	return slices.Compact(groups), true
+}
