@@ -72,7 +72,7 @@ func TestBenchmarkServices(t *testing.T) {
 	for ip := range web {
 		members = append(members, openstack.MemberSpec{Address: ip, ProtocolPort: 80, SubnetID: podSubnet})
 	}
-	floorS, floorCalls := floorLoadBalancer(t, serviceSubnet, []openstack.ListenerGraph{{
+	floorS, floorAnswered, floorCalls := floorLoadBalancer(t, serviceSubnet, []openstack.ListenerGraph{{
 		Listener: openstack.ListenerSpec{Name: "floor:80", Protocol: "TCP", ProtocolPort: 80},
 		Pool:     openstack.PoolSpec{Name: "floor:80/tcp", Protocol: "TCP", LBAlgorithm: "SOURCE_IP_PORT"},
 		Members:  members,
@@ -82,6 +82,7 @@ func TestBenchmarkServices(t *testing.T) {
 	})
 	put("endpoints.floor_reach_all_s", floorS.Seconds())
 	put("endpoints.floor_octavia_calls", float64(floorCalls))
+	put("endpoints.floor_create_answered_s", floorAnswered.Seconds())
 
 	o0 := octaviaCalls()
 	start := time.Now()
@@ -128,10 +129,11 @@ func TestBenchmarkServices(t *testing.T) {
 			Members:  []openstack.MemberSpec{{Address: oneIP, ProtocolPort: 80, SubnetID: podSubnet}},
 		})
 	}
-	floorPortsS, floorPortsCalls := floorLoadBalancer(t, serviceSubnet, graph,
+	floorPortsS, floorPortsAnswered, floorPortsCalls := floorLoadBalancer(t, serviceSubnet, graph,
 		func(vip string) time.Duration { return everyPortAnswers(t, client, vip, ports, names(one)[0]) })
 	put("ports.floor_all_answer_s", floorPortsS.Seconds())
 	put("ports.floor_octavia_calls", float64(floorPortsCalls))
+	put("ports.floor_create_answered_s", floorPortsAnswered.Seconds())
 
 	o0 = octaviaCalls()
 	start = time.Now()
@@ -217,22 +219,34 @@ func benchSubnets(t testing.TB, ns string) (service, pod string) {
 	return service, sub.ID
 }
 
-// floorLoadBalancer builds a load balancer by hand in one fully populated create on the service subnet,
-// measures it with reach (given the VIP; the clock starts at the create), and deletes it. calls is the number
-// of Octavia requests the build took.
-func floorLoadBalancer(t testing.TB, subnet string, graph []openstack.ListenerGraph, reach func(vip string) time.Duration) (took time.Duration, calls int) {
+// floorLoadBalancer builds a load balancer by hand in one fully populated create on the service subnet, at a
+// free address of it chosen beforehand, and measures it with reach from the moment the create is sent (OVN
+// balances before Octavia answers the create, for the floor as for Raven); then deletes it. calls is the
+// number of Octavia requests the build took, answered the time Octavia took to answer the create.
+func floorLoadBalancer(t testing.TB, subnet string, graph []openstack.ListenerGraph, reach func(vip string) time.Duration) (took, answered time.Duration, calls int) {
 	t.Helper()
 	ctx := context.Background()
+	vip := freeServiceAddress(t, subnet)
 	start := time.Now()
-	lb, err := env.os.LoadBalancing.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{Name: "bench-floor-" + randSuffix(), VipSubnetID: subnet, Provider: "ovn", Listeners: graph})
-	if err != nil {
-		t.Fatal(err)
+	type result struct {
+		lb  *openstack.LoadBalancer
+		err error
+		at  time.Duration
 	}
+	done := make(chan result, 1)
+	go func() {
+		lb, err := env.os.LoadBalancing.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{Name: "bench-floor-" + randSuffix(), VipSubnetID: subnet,
+			VipAddress: vip, Provider: "ovn", Listeners: graph})
+		done <- result{lb, err, time.Since(start)}
+	}()
 	calls++
-	reach(lb.VipAddress) // starts at once: OVN balances before Octavia has answered
-	took = time.Since(start)
+	took = reach(vip)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
 	eventually(t, svcPhaseTimeout, "the floor load balancer ACTIVE, then deleted", func() (bool, error) {
-		got, err := env.os.LoadBalancing.GetLoadBalancer(ctx, lb.ID)
+		got, err := env.os.LoadBalancing.GetLoadBalancer(ctx, r.lb.ID)
 		if openstack.IsNotFound(err) {
 			return true, nil
 		}
@@ -240,13 +254,55 @@ func floorLoadBalancer(t testing.TB, subnet string, graph []openstack.ListenerGr
 			return false, err
 		}
 		if got.ProvisioningStatus == "ACTIVE" {
-			if err := env.os.LoadBalancing.DeleteLoadBalancer(ctx, lb.ID); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+			if err := env.os.LoadBalancing.DeleteLoadBalancer(ctx, r.lb.ID); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
 				return false, err
 			}
 		}
 		return false, nil
 	})
-	return took, calls
+	return took, r.at, calls
+}
+
+// freeServiceAddress is an address of the service subnet that no Service and no Neutron port holds, from the
+// top of the subnet down (below its gateway), so that the floor's VIP is known before its create is sent.
+func freeServiceAddress(t testing.TB, subnet string) string {
+	t.Helper()
+	ctx := context.Background()
+	ports, err := env.os.Networking.ListPorts(ctx, openstack.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svcs, err := env.kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, p := range ports {
+		for _, ip := range p.FixedIPs {
+			used[ip.IPAddress] = true
+		}
+	}
+	for _, s := range svcs.Items {
+		used[s.Spec.ClusterIP] = true
+	}
+	subs, err := env.os.Networking.ListSubnets(ctx, openstack.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range subs {
+		if s.ID != subnet {
+			continue
+		}
+		pfx := netip.MustParsePrefix(s.CIDR)
+		gw := netip.MustParseAddr(s.GatewayIP)
+		for a := gw.Prev(); pfx.Contains(a) && a != pfx.Addr(); a = a.Prev() {
+			if !used[a.String()] {
+				return a.String()
+			}
+		}
+	}
+	t.Fatalf("no free address in service subnet %s", subnet)
+	return ""
 }
 
 // reachAll makes fresh TCP connections from the namespace from to addr until every backend of want has
