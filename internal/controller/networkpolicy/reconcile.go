@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,34 +95,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	for key, sg := range have {
 		ids[key] = sg.ID
 	}
+	// Groups first (rules name peer groups by ID), then rules; a few requests at a time, since each waits
+	// on Neutron's OVN transaction more than on Neutron itself.
+	var mu sync.Mutex
+	var missing []string
 	for _, key := range slices.Sorted(maps.Keys(want)) {
-		if _, ok := have[key]; ok {
-			continue
+		if _, ok := have[key]; !ok {
+			missing = append(missing, key)
 		}
+	}
+	parallel(missing, func(key string) {
 		sg, err := policy.Create(ctx, r.Neutron.N, r.Neutron.C.ID, want[key])
+		mu.Lock()
+		defer mu.Unlock()
 		if err != nil {
 			r.warnGroup(ctx, byPolicy, key, "PolicyGroupCreate", "creating the security group "+key, err)
 			pending = true
-			continue
+			return
 		}
 		log.V(2).Info("Created policy group", "group", key, "id", sg.ID)
 		have[key], ids[key] = sg, sg.ID
-	}
+	})
+	var present []string
 	for _, key := range slices.Sorted(maps.Keys(want)) {
-		sg, ok := have[key]
-		if !ok {
-			continue
+		if _, ok := have[key]; ok {
+			present = append(present, key)
 		}
+	}
+	parallel(present, func(key string) {
+		mu.Lock()
+		sg := have[key]
+		mu.Unlock()
 		added, removed, err := policy.Sync(ctx, r.Neutron.N, sg, want[key].Rules, ids)
+		mu.Lock()
+		defer mu.Unlock()
 		if err != nil {
 			r.warnGroup(ctx, byPolicy, key, "PolicyRules", "setting the rules of security group "+key, err)
 			pending = true
-			continue
+			return
 		}
 		if added+removed > 0 {
 			log.V(2).Info("Updated policy group rules", "group", key, "added", added, "removed", removed)
 		}
-	}
+	})
 	r.State.set(ids)
 	for name, problems := range res.Problems {
 		if np := byName(nps.Items, name); np != nil {
@@ -183,26 +199,56 @@ func portPods(items []corev1.Pod) []portPod {
 // differs. A pod whose groups are not all made yet keeps its groups until they are.
 func (r *Reconciler) setPortGroups(ctx context.Context, pods []portPod, res policy.Result, ids map[string]string) error {
 	log := klog.FromContext(ctx)
-	var errs []error
+	type change struct {
+		pod  string
+		port openstack.Port
+		want []string
+	}
+	var changes []change
 	for _, p := range pods {
 		want, ok := policy.SecurityGroups(res.Pods[p.pod.Key()], r.Neutron.C.PodSecurityGroups, ids)
 		if !ok {
 			continue
 		}
 		for _, port := range r.Neutron.X.PortsOf(p.uid) {
-			if slices.Equal(slices.Sorted(slices.Values(port.SecurityGroups)), want) {
-				continue
+			if !slices.Equal(slices.Sorted(slices.Values(port.SecurityGroups)), want) {
+				changes = append(changes, change{pod: p.pod.Key(), port: port, want: want})
 			}
-			updated, err := r.Neutron.N.UpdatePort(ctx, port.ID, openstack.PortUpdate{SecurityGroups: &want})
-			if err != nil {
-				errs = append(errs, fmt.Errorf("setting the security groups of port %s of pod %s: %w", port.ID, p.pod.Key(), err))
-				continue
-			}
-			r.Neutron.X.PutPort(r.Neutron.C.ID, *updated)
-			log.V(3).Info("Set port groups", "pod", p.pod.Key(), "port", port.ID, "groups", want)
 		}
 	}
+	var mu sync.Mutex
+	var errs []error
+	parallel(changes, func(c change) {
+		updated, err := r.Neutron.N.UpdatePort(ctx, c.port.ID, openstack.PortUpdate{SecurityGroups: &c.want})
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("setting the security groups of port %s of pod %s: %w", c.port.ID, c.pod, err))
+			mu.Unlock()
+			return
+		}
+		r.Neutron.X.PutPort(r.Neutron.C.ID, *updated)
+		log.V(3).Info("Set port groups", "pod", c.pod, "port", c.port.ID, "groups", c.want)
+	})
 	return errors.Join(errs...)
+}
+
+// inFlight is how many Neutron requests a reconcile has open at once.
+const inFlight = 4
+
+// parallel runs f on every item, inFlight at a time, and returns when all are done.
+func parallel[T any](items []T, f func(T)) {
+	sem := make(chan struct{}, inFlight)
+	var wg sync.WaitGroup
+	for _, it := range items {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f(it)
+		}()
+	}
+	wg.Wait()
 }
 
 // healthSources are the addresses of the network:distributed ports of the cluster's pod networks, where
