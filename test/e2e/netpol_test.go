@@ -159,21 +159,87 @@ func differs(want, got netpol.Table) []netpol.Pair {
 	return out
 }
 
-// waitMatrix probes until the matrix is want, and says how long that took from start.
+// datapathIdle is how long Open vSwitch keeps a datapath flow nobody uses (other_config:max-idle, 10 s), and
+// quietAfter how long a scenario probes before it suspects one. Seen on this stack's userspace datapath
+// (OVS 3.1): when a policy change took a rule away, a source that kept connecting without pause kept being
+// admitted through the flow the old rule had made, for as long as it kept connecting (45 s and more), and
+// was refused once it had been quiet for longer than datapathIdle. The security groups were right all along
+// (the failure output lists them). So a scenario whose matrix is still wrong after quietAfter stops probing
+// once for longer than datapathIdle; a wrong translation stays wrong after the pause, and fails.
+const (
+	datapathIdle = 10 * time.Second
+	quietAfter   = 15 * time.Second
+)
+
+// waitMatrix probes until the matrix is want, and says how long that took from start (quiet pauses included).
 func waitMatrix(t *testing.T, c netpol.Cluster, port int32, proto corev1.Protocol, want netpol.Table, start time.Time) time.Duration {
 	t.Helper()
 	var got netpol.Table
+	quiet := false
 	for {
 		got = probeMatrix(c, port, proto)
-		if len(differs(want, got)) == 0 {
+		d := differs(want, got)
+		if len(d) == 0 {
 			return time.Since(start)
+		}
+		if !quiet && time.Since(start) > quietAfter {
+			quiet = true
+			t.Logf("%s/%d: %d pairs still differ from the model (%v); probing stops for %s so that the datapath drops its idle flows",
+				proto, port, len(d), d, datapathIdle+time.Second)
+			time.Sleep(datapathIdle + time.Second)
+			continue
 		}
 		if time.Since(start) > enforceWithin {
 			break
 		}
 	}
-	t.Fatalf("%s/%d after %s: %d pairs differ: %v\n%s", proto, port, enforceWithin, len(differs(want, got)), differs(want, got), netpol.SideBySide(want, got))
+	t.Fatalf("%s/%d after %s: %d pairs differ: %v\n%s\nthe pods' groups:\n%s", proto, port, enforceWithin, len(differs(want, got)), differs(want, got),
+		netpol.SideBySide(want, got), podGroups(t, c))
 	return 0
+}
+
+// podGroups lists the security groups of every pod's port, by their policy key where they have one.
+func podGroups(t *testing.T, c netpol.Cluster) string {
+	t.Helper()
+	ctx := context.Background()
+	groups, err := env.os.Networking.ListSecurityGroups(ctx, openstack.Filter{})
+	if err != nil {
+		return err.Error()
+	}
+	name := map[string]string{}
+	for _, g := range groups {
+		name[g.ID] = g.Name
+		if o, ok := ownership.Parse(g.Tags); ok && o.UID != "" {
+			name[g.ID] = o.UID
+		}
+	}
+	var b strings.Builder
+	for _, p := range c.Pods {
+		_, ann := portAnnotation(t, p.Namespace, p.Name)
+		if ann == nil {
+			continue
+		}
+		port, err := env.os.Networking.GetPort(ctx, ann.ID)
+		if err != nil {
+			fmt.Fprintf(&b, "  %s: %v\n", p.Key(), err)
+			continue
+		}
+		var gs []string
+		for _, id := range port.SecurityGroups {
+			gs = append(gs, name[id])
+		}
+		fmt.Fprintf(&b, "  %s %s: %v\n", p.Key(), p.IP, gs)
+	}
+	for _, g := range groups {
+		if o, ok := ownership.Parse(g.Tags); ok && o.Kind == ownership.KindPolicy {
+			fmt.Fprintf(&b, "  group %s:", o.UID)
+			for _, r := range g.Rules {
+				fmt.Fprintf(&b, " [%s %s %d-%d %s%s]", r.Direction, r.Protocol, r.PortRangeMin, r.PortRangeMax, r.RemoteIPPrefix, name[r.RemoteGroupID])
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
 }
 
 // applyScenario creates the scenario's policies and label changes; undo removes both.
@@ -297,7 +363,14 @@ func TestNetworkPolicyTruthTable(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
 			undo := applyScenario(t, c, g[0])
-			defer undo()
+			defer func() {
+				// Deleting the policies (and the labels) restores what they removed; the next scenario starts
+				// from there, so that it cannot pass on the matrix this one left.
+				undo()
+				if !t.Failed() {
+					waitMatrix(t, c, 80, corev1.ProtocolTCP, open, time.Now())
+				}
+			}()
 			applied := g[0].Apply(c)
 			for _, sc := range g {
 				d := waitMatrix(t, applied, sc.Port, sc.Protocol, sc.Expected(applied), start)
