@@ -271,7 +271,9 @@ func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Po
 	// function lands after a new owner's. A crash in between leaves a detached port of a gone pod, which
 	// the sweep releases.
 	name, dev, host := PoolPortName, "", ""
-	updated, err := p.M.N.UpdatePort(ctx, port.ID, openstack.PortUpdate{Name: &name, DeviceID: &dev, HostID: &host})
+	// A recycled port leaves its pod's NetworkPolicy groups behind: the pool hands out ports with the pod groups.
+	groups := p.M.C.PodSecurityGroups
+	updated, err := p.M.N.UpdatePort(ctx, port.ID, openstack.PortUpdate{Name: &name, DeviceID: &dev, HostID: &host, SecurityGroups: &groups})
 	if err != nil {
 		return false, err
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,8 +12,8 @@ import (
 	"github.com/raven-net/raven/internal/ownership"
 )
 
-// Read returns the cluster's policy groups in Neutron by key (the UID tag); a key found twice (a create
-// whose answer was lost) keeps the first, and the others are returned as extra, to be deleted.
+// Read returns the cluster's policy groups in Neutron by key (the UID tag); a key found twice (two creates
+// that raced) keeps the first, and the others are returned as extra, to be deleted.
 func Read(ctx context.Context, n openstack.Networking, cluster string) (byKey map[string]openstack.SecurityGroup, extra []openstack.SecurityGroup, err error) {
 	groups, err := n.ListSecurityGroups(ctx, openstack.Filter{Tags: ownership.Selector(cluster, ownership.KindPolicy)})
 	if err != nil {
@@ -36,14 +37,22 @@ func Read(ctx context.Context, n openstack.Networking, cluster string) (byKey ma
 
 // Create makes the group of g, tagged as the cluster's, without the egress rules Neutron gives a new group
 // (a policy group admits only what its rules say). Its rules come with Sync.
+// The group is created under a name that holds its marker (the hash of its tags), so that a group whose tag
+// call never happened (a crash, a lost answer) is found by name and tagged, not made twice or leaked.
 func Create(ctx context.Context, n openstack.Networking, cluster string, g Group) (openstack.SecurityGroup, error) {
-	sg, err := n.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: "raven-" + cluster + "-" + g.Key, Description: g.Description})
+	tags := ownership.Owner{Cluster: cluster, Kind: ownership.KindPolicy, UID: g.Key}.Tags()
+	name := "raven-" + cluster + "-" + g.Key
+	found, err := n.ListSecurityGroups(ctx, openstack.Filter{Name: name})
 	if err != nil {
 		return openstack.SecurityGroup{}, err
 	}
-	tags := ownership.Owner{Cluster: cluster, Kind: ownership.KindPolicy, UID: g.Key}.Tags()
+	var sg *openstack.SecurityGroup
+	if len(found) > 0 {
+		sg = &found[0]
+	} else if sg, err = n.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: name, Description: g.Description}); err != nil {
+		return openstack.SecurityGroup{}, err
+	}
 	if err := n.ReplaceTags(ctx, openstack.ResourceSecurityGroups, sg.ID, tags); err != nil {
-		_ = n.DeleteSecurityGroup(context.WithoutCancel(ctx), sg.ID)
 		return openstack.SecurityGroup{}, err
 	}
 	sg.Tags = tags
@@ -82,6 +91,16 @@ func Sync(ctx context.Context, n openstack.Networking, sg openstack.SecurityGrou
 		}
 		stale = append(stale, r.ID)
 	}
+	// Stale rules go first and whatever the creates meet: a rule the policy no longer has must not stay
+	// because a new one was refused.
+	var errs []error
+	for _, id := range stale {
+		if err := openstack.IgnoreNotFound(n.DeleteSecurityGroupRule(ctx, id)); err != nil {
+			errs = append(errs, fmt.Errorf("deleting rule %s of security group %s: %w", id, sg.ID, err))
+			continue
+		}
+		deleted++
+	}
 	if len(wanted) > 0 {
 		var add []openstack.SecurityGroupRule
 		for _, r := range wanted {
@@ -89,17 +108,12 @@ func Sync(ctx context.Context, n openstack.Networking, sg openstack.SecurityGrou
 		}
 		slices.SortFunc(add, func(a, b openstack.SecurityGroupRule) int { return strings.Compare(ruleKey(a), ruleKey(b)) })
 		if _, err := n.CreateSecurityGroupRules(ctx, add); err != nil {
-			return 0, 0, fmt.Errorf("adding %d rules to security group %s: %w", len(add), sg.ID, err)
+			errs = append(errs, fmt.Errorf("adding %d rules to security group %s: %w", len(add), sg.ID, err))
+		} else {
+			created = len(add)
 		}
-		created = len(add)
 	}
-	for _, id := range stale {
-		if err := openstack.IgnoreNotFound(n.DeleteSecurityGroupRule(ctx, id)); err != nil {
-			return created, deleted, fmt.Errorf("deleting rule %s of security group %s: %w", id, sg.ID, err)
-		}
-		deleted++
-	}
-	return created, deleted, nil
+	return created, deleted, errors.Join(errs...)
 }
 
 // ruleKey identifies a rule by what it admits. Neutron may store "any address" as no prefix, and a port

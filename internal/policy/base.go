@@ -63,7 +63,7 @@ func BaseGroups(in Infra) []Group {
 // SecurityGroups are the groups of a pod's port, by ID: for a pod no policy isolates, the cluster's pod
 // groups (unisolated) and the peer groups it belongs to; for an isolated pod, the infra group, the base group
 // of each direction no policy isolates, and its policy and peer groups. ok is false while a group has no ID
-// yet (the policy controller is making it).
+// yet (the policy controller is making it) that an isolated pod needs.
 func SecurityGroups(m Membership, unisolated []string, ids map[string]string) (groups []string, ok bool) {
 	keys := slices.Clone(m.Groups)
 	switch {
@@ -80,10 +80,14 @@ func SecurityGroups(m Membership, unisolated []string, ids map[string]string) (g
 	}
 	for _, k := range keys {
 		id, found := ids[k]
-		if !found {
+		switch {
+		case found:
+			groups = append(groups, id)
+		case strings.HasPrefix(k, "peer-") && !m.IngressIsolated && !m.EgressIsolated:
+			// An unisolated pod does not wait for a peer group: it joins it with the next reconcile.
+		default:
 			return nil, false
 		}
-		groups = append(groups, id)
 	}
 	slices.Sort(groups)
 	return slices.Compact(groups), true

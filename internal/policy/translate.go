@@ -121,7 +121,7 @@ func (t *translator) policy(np *networkingv1.NetworkPolicy) {
 		return
 	}
 	ingress, egress := types(np)
-	g := Group{Key: PolicyKey(np), Description: "NetworkPolicy " + np.Namespace + "/" + np.Name}
+	g := Group{Key: PolicyKey(np), Description: clip("NetworkPolicy " + np.Namespace + "/" + np.Name)}
 	if ingress {
 		for i, r := range np.Spec.Ingress {
 			g.Rules = append(g.Rules, t.rule(np, "ingress", fmt.Sprintf("ingress[%d]", i), r.From, r.Ports, selected)...)
@@ -174,6 +174,9 @@ func (t *translator) rule(np *networkingv1.NetworkPolicy, dir, where string, pee
 	for i, peer := range peers {
 		switch {
 		case peer.IPBlock != nil:
+			if b, err := netip.ParsePrefix(peer.IPBlock.CIDR); err == nil && !b.Addr().Is4() {
+				continue // Raven's pods are IPv4: an IPv6 block admits none of them
+			}
 			prefixes, err := Subtract(peer.IPBlock.CIDR, peer.IPBlock.Except)
 			if err != nil {
 				t.problem(np, "%s.from/to[%d].ipBlock: %v", where, i, err)
@@ -280,7 +283,7 @@ func (t *translator) peerGroup(policyNS string, nsSel, podSel *metav1.LabelSelec
 	_, _ = h.Write([]byte(desc))
 	key := "peer-" + strconv.FormatUint(h.Sum64(), 36)
 	if _, ok := t.res.Groups[key]; !ok {
-		t.res.Groups[key] = Group{Key: key, Description: desc}
+		t.res.Groups[key] = Group{Key: key, Description: clip(desc)}
 		for _, p := range pods {
 			m := t.res.Pods[p.Key()]
 			m.Groups = append(m.Groups, key)
@@ -353,4 +356,12 @@ func dedupe(rules []Rule) []Rule {
 	}
 	slices.SortFunc(rules, func(a, b Rule) int { return strings.Compare(key(a), key(b)) })
 	return slices.CompactFunc(rules, func(a, b Rule) bool { return key(a) == key(b) })
+}
+
+// clip keeps a description within Neutron's 255 characters (the key, not the description, identifies a group).
+func clip(s string) string {
+	if r := []rune(s); len(r) > 200 {
+		return string(r[:200]) + "…"
+	}
+	return s
 }

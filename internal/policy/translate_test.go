@@ -159,3 +159,43 @@ func remoteIs(res Result, r Rule, p netpol.Pod) bool {
 	pfx := netip.MustParsePrefix(r.RemoteIPPrefix)
 	return pfx.Contains(netip.MustParseAddr(p.IP))
 }
+
+func TestIPv6BlocksAdmitNoPodAndBreakNothing(t *testing.T) {
+	np := networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "egress-anywhere"}, Spec: networkingv1.NetworkPolicySpec{
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+		Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{
+			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}}, {IPBlock: &networkingv1.IPBlock{CIDR: "::/0"}},
+		}}},
+	}}
+	res := Translate([]networkingv1.NetworkPolicy{np}, []Pod{{Namespace: "x", Name: "a"}}, []Namespace{{Name: "x"}})
+	rules := res.Groups[PolicyKey(&np)].Rules
+	if len(rules) != 1 || rules[0].RemoteIPPrefix != "0.0.0.0/0" || len(res.Problems) != 0 {
+		t.Fatalf("rules %+v, problems %v: want the IPv4 block alone (Raven's pods are IPv4; an IPv6 rule would make Neutron refuse the lot)", rules, res.Problems)
+	}
+}
+
+func TestSecurityGroups(t *testing.T) {
+	ids := map[string]string{BaseInfra: "infra", BaseIngress: "in", BaseEgress: "out", "np-1": "np1", "peer-1": "peer1"}
+	cases := []struct {
+		name   string
+		m      Membership
+		ids    map[string]string
+		want   []string
+		wantOK bool
+	}{
+		{"an unisolated pod keeps the pod groups", Membership{}, ids, []string{"pods"}, true},
+		{"an unisolated peer joins its peer group", Membership{Groups: []string{"peer-1"}}, ids, []string{"peer1", "pods"}, true},
+		{"an unisolated peer does not wait for a peer group still being made", Membership{Groups: []string{"peer-1"}}, map[string]string{}, []string{"pods"}, true},
+		{"ingress isolation keeps egress open", Membership{IngressIsolated: true, Groups: []string{"np-1"}}, ids, []string{"infra", "np1", "out"}, true},
+		{"egress isolation keeps ingress open", Membership{EgressIsolated: true, Groups: []string{"np-1"}}, ids, []string{"in", "infra", "np1"}, true},
+		{"an isolated pod waits for its policy's group", Membership{IngressIsolated: true, Groups: []string{"np-2"}}, ids, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := SecurityGroups(tc.m, []string{"pods"}, tc.ids)
+			if ok != tc.wantOK || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("SecurityGroups = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}

@@ -138,7 +138,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			log.V(2).Info("Updated policy group rules", "group", key, "added", added, "removed", removed)
 		}
 	})
-	r.State.set(ids)
 	for name, problems := range res.Problems {
 		if np := byName(nps.Items, name); np != nil {
 			for _, p := range problems {
@@ -147,8 +146,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			}
 		}
 	}
-	if err := r.setPortGroups(ctx, pods, res, ids); err != nil {
-		return reconcile.Result{}, err
+	// The pod controller may use the groups that stay; those about to go are no longer handed out.
+	live := map[string]string{}
+	for key, id := range ids {
+		if _, wanted := want[key]; wanted {
+			live[key] = id
+		}
+	}
+	r.State.set(live)
+	// Without policies and without groups there is nothing to enforce: the ports keep what they have.
+	if len(nps.Items) > 0 || len(have) > 0 || len(extra) > 0 {
+		if err := r.setPortGroups(ctx, pods, res, ids); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	for key, sg := range have {
 		if _, wanted := want[key]; !wanted {
@@ -298,7 +308,7 @@ func (r *Reconciler) warnGroup(ctx context.Context, byPolicy map[string]*network
 	}
 	klog.FromContext(ctx).Error(err, "Policy group", "group", key, "what", what)
 	if strings.HasPrefix(key, "peer-") {
-		// A peer group serves several policies: every one naming it hears about it.
+		// A peer group may serve several policies; which ones is not kept, so every policy hears about it.
 		for _, np := range byPolicy {
 			r.warn(np, reason, what, err)
 		}

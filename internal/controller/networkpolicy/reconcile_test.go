@@ -261,3 +261,30 @@ func keys(m map[string]*openstack.SecurityGroup) []string {
 	slices.Sort(out)
 	return out
 }
+
+// A narrowed policy whose new rule Neutron refuses must not keep admitting what it admitted before.
+func TestRefusedRuleDoesNotKeepTheOldOne(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	w.addPod(t, "web", "web")
+	w.addPod(t, "client", "client")
+	np := webPolicy()
+	if err := w.c.Create(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile(t)
+	if err := w.c.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Ingress[0].From[0].PodSelector.MatchLabels = map[string]string{"app": "other"}
+	if err := w.c.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	w.n.Fail("CreateSecurityGroupRules", -1, openstack.NewError("neutron security_group_rule bulk_create", openstack.KindQuota, 409, "Quota exceeded"))
+	if _, err := w.np.Reconcile(ctx, Key); err != nil {
+		t.Fatal(err)
+	}
+	if rules := w.policyGroups()["np-np1"].Rules; len(rules) != 0 {
+		t.Fatalf("rules %+v left after the new one was refused; want none (the old peer no longer admitted)", rules)
+	}
+}

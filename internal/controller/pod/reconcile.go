@@ -113,7 +113,9 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutro
 	var announced annotations.Port
 	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
 	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}
-	if r.Policies != nil {
+	if _, annotated := pod.Annotations[annotations.PodPort]; r.Policies != nil && !annotated {
+		// A new pod's port gets its policies' groups before the annotation lets the CNI plug it; later
+		// changes of an annotated pod's groups are the policy controller's.
 		groups, ok, err := r.Policies.GroupsFor(ctx, r.Client, pod, "", r.Neutron.C.PodSecurityGroups)
 		if err != nil {
 			return neutron.Port{}, err
