@@ -1,0 +1,249 @@
+//go:build e2e && bench
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
+)
+
+var (
+	benchNPRounds = flag.Int("bench.np-rounds", 10, "rounds of each NetworkPolicy latency measure")
+	benchNPSizes  = flag.String("bench.np-sizes", "10,100,300", "selected pods at which the NetworkPolicy benchmark counts Neutron rules")
+	benchNPOut    = flag.String("bench.np-out", "bench/results/netpol", "where the NetworkPolicy benchmark writes latest.json and latest.md")
+)
+
+// TestBenchmarkNetworkPolicy measures, with connections between pods' network namespaces: a security group
+// rule added by hand → a client gets through (the floor) and removed → refused; a NetworkPolicy created →
+// the client gets through, and deleted → refused; a pod labelled into a policy's peers → it gets through.
+// Then the Neutron rules of one policy as the pods it selects and admits grow.
+func TestBenchmarkNetworkPolicy(t *testing.T) {
+	needDatapath(t)
+	ctx := context.Background()
+	res := map[string]any{}
+	put := func(k string, v float64) { res[k] = float64(int64(v*100)) / 100 }
+	res["stack"] = "ML2/OVN Neutron, node side on (STACK_CNI=1), userspace datapath"
+	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	res["when"] = time.Now().UTC().Format(time.RFC3339)
+	res["rounds"] = *benchNPRounds
+	startRaven(t, benchRaven(ravenOpts{}))
+
+	ns := benchNamespace(t, "bench-np")
+	createServingPods(t, ns, "server", "client")
+	patchLabels(t, ns, "client", map[string]any{"role": "client"})
+	server := waitPodReady(t, ns, "server", time.Minute)
+	addr := net.JoinHostPort(server.Status.PodIP, "80")
+	client := podNetns(ns, "client")
+	through := func() bool { return probe(client, "tcp", addr, "server") }
+
+	// ---- floor: a hand-made group on the server's port, a rule added and removed by hand. No policy exists,
+	// so Raven leaves the port's groups alone.
+	_, ann := portAnnotation(t, ns, "server")
+	port, err := env.os.Networking.GetPort(ctx, ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg, err := env.os.Networking.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: "bench-floor-" + randSuffix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	only := []string{sg.ID}
+	if _, err := env.os.Networking.UpdatePort(ctx, port.ID, openstack.PortUpdate{SecurityGroups: &only}); err != nil {
+		t.Fatal(err)
+	}
+	waitProbe(t, through, false)
+	var floorAdd, floorDel []float64
+	for range *benchNPRounds {
+		start := time.Now()
+		r, err := env.os.Networking.CreateSecurityGroupRule(ctx, openstack.SecurityGroupRule{SecurityGroupID: sg.ID, Direction: "ingress", EtherType: "IPv4",
+			Protocol: "tcp", PortRangeMin: 80, PortRangeMax: 80, RemoteIPPrefix: "0.0.0.0/0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitProbe(t, through, true)
+		floorAdd = append(floorAdd, msSince(start, time.Now()))
+		start = time.Now()
+		if err := env.os.Networking.DeleteSecurityGroupRule(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		waitProbe(t, through, false)
+		floorDel = append(floorDel, msSince(start, time.Now()))
+	}
+	orig := port.SecurityGroups
+	if _, err := env.os.Networking.UpdatePort(ctx, port.ID, openstack.PortUpdate{SecurityGroups: &orig}); err != nil {
+		t.Fatal(err)
+	}
+	_ = env.os.Networking.DeleteSecurityGroup(ctx, sg.ID)
+	waitProbe(t, through, true)
+
+	// ---- Raven: the server isolated by a deny-all policy; a policy admitting the clients created, deleted.
+	nps := env.kube.NetworkingV1().NetworkPolicies(ns)
+	deny := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny"}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "server"}}}}
+	if _, err := nps.Create(ctx, deny, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitProbe(t, through, false)
+	tcp := corev1.ProtocolTCP
+	p80 := intstr.FromInt32(80)
+	allow := func() *networkingv1.NetworkPolicy {
+		return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "allow-clients"}, Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "server"}},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "client"}}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p80}},
+			}}}}
+	}
+	var created, deleted []float64
+	for range *benchNPRounds {
+		start := time.Now()
+		if _, err := nps.Create(ctx, allow(), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitProbe(t, through, true)
+		created = append(created, msSince(start, time.Now()))
+		start = time.Now()
+		if err := nps.Delete(ctx, "allow-clients", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitProbe(t, through, false)
+		deleted = append(deleted, msSince(start, time.Now()))
+	}
+
+	// ---- a pod labelled into the policy's peers.
+	if _, err := nps.Create(ctx, allow(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitProbe(t, through, true)
+	var labelled []float64
+	for range *benchNPRounds {
+		patchLabels(t, ns, "client", map[string]any{"role": nil})
+		waitProbe(t, through, false)
+		start := time.Now()
+		patchLabels(t, ns, "client", map[string]any{"role": "client"})
+		waitProbe(t, through, true)
+		labelled = append(labelled, msSince(start, time.Now()))
+	}
+	for name, ms := range map[string][]float64{"floor.rule_added_to_through_ms": floorAdd, "floor.rule_removed_to_refused_ms": floorDel,
+		"raven.policy_created_to_through_ms": created, "raven.policy_deleted_to_refused_ms": deleted, "raven.pod_labelled_to_through_ms": labelled} {
+		s := summarize(ms)
+		put(name+"_p50", s.p50)
+		put(name+"_max", s.max)
+	}
+	fa, pc := summarize(floorAdd), summarize(created)
+	put("target.policy_created_p99_minus_floor_p99_ms", pc.max-fa.max) // with rounds ≤ 100, p99 is the maximum
+	t.Logf("floor: rule added → through p50 %.0f ms, max %.0f ms; Raven: policy created → through p50 %.0f ms, max %.0f ms; pod labelled → through max %.0f ms",
+		fa.p50, fa.max, pc.p50, pc.max, summarize(labelled).max)
+
+	// ---- Neutron rules of one policy as the pods it selects and admits grow. The pods get ports but run
+	// nowhere (their node does not exist): only the groups are counted.
+	grow := benchNamespace(t, "bench-np-rules")
+	member := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "members"}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "member"}},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "member"}}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p80}},
+		}}}}
+	if _, err := env.kube.NetworkingV1().NetworkPolicies(grow).Create(ctx, member, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	have := 0
+	for _, f := range strings.Split(*benchNPSizes, ",") {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil {
+			t.Fatal(err)
+		}
+		for ; have < n; have++ {
+			p := podSpec(fmt.Sprintf("m%d", have))
+			p.Labels = map[string]string{"role": "member"}
+			p.Spec.NodeName = "bench-nowhere"
+			if _, err := env.kube.CoreV1().Pods(grow).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rules := waitPolicyMembers(t, grow, n)
+		put(fmt.Sprintf("rules.policy_rules_at_%d_pods", n), float64(rules))
+		t.Logf("%d selected pods, all members of the policy's peer group: the policy's group has %d rule(s)", n, rules)
+	}
+	writeResultsTo(t, filepath.Join(env.repo, *benchNPOut), res, nil)
+}
+
+// waitProbe probes until through() is want, and returns how long that took.
+func waitProbe(t testing.TB, through func() bool, want bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < 2*time.Minute {
+		if through() == want {
+			return time.Since(start)
+		}
+	}
+	t.Fatalf("the probe did not turn %v within 2 minutes", want)
+	return 0
+}
+
+// waitPolicyMembers waits until n pods of ns have ports that carry the policy group and the peer group, and
+// returns the number of rules of the policy's group.
+func waitPolicyMembers(t testing.TB, ns string, n int) int {
+	t.Helper()
+	ctx := context.Background()
+	rules := 0
+	eventually(t, 15*time.Minute, fmt.Sprintf("%d pods in their policy's groups", n), func() (bool, error) {
+		groups, err := env.os.Networking.ListSecurityGroups(ctx, openstack.Filter{Tags: ownership.Selector(env.cluster, ownership.KindPolicy)})
+		if err != nil {
+			return false, err
+		}
+		var np, peer string
+		for _, g := range groups {
+			o, _ := ownership.Parse(g.Tags)
+			switch {
+			case strings.HasPrefix(o.UID, "np-"):
+				np, rules = g.ID, len(g.Rules)
+			case strings.HasPrefix(o.UID, "peer-"):
+				peer = g.ID
+			}
+		}
+		ports, err := env.os.Networking.ListPorts(ctx, openstack.Filter{Tags: ownership.Selector(env.cluster, ownership.KindPod)})
+		if err != nil {
+			return false, err
+		}
+		groupsOf := map[string][]string{}
+		for _, p := range ports {
+			groupsOf[p.ID] = p.SecurityGroups
+		}
+		pods, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		in := 0
+		for _, p := range pods.Items {
+			var a struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal([]byte(p.Annotations["kuryr.org/neutron-port"]), &a) != nil {
+				continue
+			}
+			if gs := groupsOf[a.ID]; np != "" && peer != "" && slices.Contains(gs, np) && slices.Contains(gs, peer) {
+				in++
+			}
+		}
+		return in == n, nil
+	})
+	return rules
+}
