@@ -21,6 +21,8 @@ type Listener struct {
 	Members   []openstack.MemberSpec
 	// Monitor is the pool's health monitor (its PoolID, Name and Tags are set when it is created); nil for none.
 	Monitor *openstack.MonitorSpec
+	// MonitorSlowsMembers: see Provider.MonitorSlowsMembers.
+	MonitorSlowsMembers bool
 }
 
 // Key identifies a listener within a load balancer.
@@ -60,6 +62,7 @@ func Desired(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSlice, su
 			continue
 		}
 		l := Listener{Name: listenerName(svc, sp), Protocol: proto, Port: int(sp.Port), Algorithm: algorithm, Monitor: prov.monitor(proto)}
+		l.MonitorSlowsMembers = prov.MonitorSlowsMembers && l.Monitor != nil
 		l.Members = members(endpointSlices, sp, subnetFor)
 		out = append(out, l)
 	}

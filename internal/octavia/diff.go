@@ -76,6 +76,11 @@ func Plan(want []Listener, cur Current) []Step {
 			continue
 		}
 		if !sameMembers(cur.Members[p.ID], w.Members) {
+			if w.MonitorSlowsMembers && p.MonitorID != "" && memberChanges(cur.Members[p.ID], w.Members) >= monitorDropAt {
+				// The monitor goes first; the members follow, then the monitor again (plans to come).
+				steps = append(steps, Step{Kind: DeleteMonitor, ID: p.MonitorID, Listener: w})
+				continue
+			}
 			steps = append(steps, Step{Kind: ReplaceMembers, ID: p.ID, Listener: w})
 		}
 		switch {
@@ -86,6 +91,28 @@ func Plan(want []Listener, cur Current) []Step {
 		}
 	}
 	return append(steps, monitors...)
+}
+
+// monitorDropAt is how many member changes make a slow provider's monitor go for the update: dropping and
+// making it again costs the provider one pass over the members, each change under the monitor one pass.
+const monitorDropAt = 3
+
+// memberChanges is how many members an update adds or removes.
+func memberChanges(cur []openstack.Member, want []openstack.MemberSpec) int {
+	have := map[string]bool{}
+	for _, m := range cur {
+		have[m.Address+":"+strconv.Itoa(m.ProtocolPort)] = true
+	}
+	n := 0
+	for _, m := range want {
+		k := m.Address + ":" + strconv.Itoa(m.ProtocolPort)
+		if have[k] {
+			delete(have, k)
+			continue
+		}
+		n++
+	}
+	return n + len(have)
 }
 
 // FailedMonitors describes the health monitors the provider could not set up (provisioning status ERROR),

@@ -3,6 +3,7 @@ package octavia
 import (
 	"cmp"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,8 +102,8 @@ func TestDesired(t *testing.T) {
 			svc: service("", corev1.ServicePort{Name: "a", Port: 80}, corev1.ServicePort{Name: "b", Port: 53, Protocol: corev1.ProtocolUDP},
 				corev1.ServicePort{Name: "c", Port: 9, Protocol: corev1.ProtocolSCTP}),
 			want: []Listener{
-				{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", Monitor: probe("TCP")},
-				{Name: "ns/demo:53", Protocol: "UDP", Port: 53, Algorithm: "SOURCE_IP_PORT", Monitor: probe("UDP-CONNECT")},
+				{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", Monitor: probe("TCP"), MonitorSlowsMembers: true},
+				{Name: "ns/demo:53", Protocol: "UDP", Port: 53, Algorithm: "SOURCE_IP_PORT", Monitor: probe("UDP-CONNECT"), MonitorSlowsMembers: true},
 				{Name: "ns/demo:9", Protocol: "SCTP", Port: 9, Algorithm: "SOURCE_IP_PORT"},
 			},
 		},
@@ -138,6 +139,11 @@ func TestPlan(t *testing.T) {
 	monitored.Monitor = &openstack.MonitorSpec{Type: "TCP", Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
 	withMonitor := p80
 	withMonitor.MonitorID = "hm80"
+	slowOne := monitored
+	slowOne.MonitorSlowsMembers = true
+	slowOne.Members = append(slices.Clone(web.Members), openstack.MemberSpec{Address: "10.244.0.3", ProtocolPort: 80})
+	slowThree := slowOne
+	slowThree.Members = []openstack.MemberSpec{{Address: "10.244.0.4", ProtocolPort: 80}, {Address: "10.244.0.5", ProtocolPort: 80}}
 	web443 := Listener{Protocol: "TCP", Port: 443, Algorithm: "ROUND_ROBIN", Members: web.Members}
 	l443 := openstack.Listener{ID: "l443", Protocol: "TCP", ProtocolPort: 443}
 	p443 := openstack.Pool{ID: "p443", ListenerID: "l443", Protocol: "TCP", LBAlgorithm: "ROUND_ROBIN"}
@@ -162,6 +168,12 @@ func TestPlan(t *testing.T) {
 		{"monitors turned off: the monitor goes", []Listener{web}, Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{withMonitor},
 			Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.2", ProtocolPort: 80}}}}, []StepKind{DeleteMonitor}},
 		{"a new listener gets its monitor once its pool exists", []Listener{monitored}, Current{}, []StepKind{CreateListener}},
+		{"on a slow provider, three member changes under a monitor drop it first", []Listener{slowThree}, Current{Listeners: []openstack.Listener{l80},
+			Pools: []openstack.Pool{withMonitor}, Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.2", ProtocolPort: 80}}}}, []StepKind{DeleteMonitor}},
+		{"on a slow provider, one member change keeps the monitor", []Listener{slowOne}, Current{Listeners: []openstack.Listener{l80},
+			Pools: []openstack.Pool{withMonitor}, Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.2", ProtocolPort: 80}}}}, []StepKind{ReplaceMembers}},
+		{"on a slow provider, without its monitor the members change, and the monitor comes back", []Listener{slowThree}, Current{Listeners: []openstack.Listener{l80},
+			Pools: []openstack.Pool{p80}, Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.2", ProtocolPort: 80}}}}, []StepKind{ReplaceMembers, CreateMonitor}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

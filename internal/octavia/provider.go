@@ -26,6 +26,10 @@ type Provider struct {
 	// Monitor is how every pool probes its members (nil: no health monitors). The provider's ProviderNamed
 	// leaves it nil; the configuration sets it.
 	Monitor *Monitor
+	// MonitorSlowsMembers: with a monitor on the pool, each member the provider adds or removes costs it a
+	// pass over every member of the pool (ovn-octavia-provider 3.0.0 maps each member's health-check source
+	// again, with Neutron calls). Several member changes then go faster without the monitor, made again after.
+	MonitorSlowsMembers bool
 }
 
 // Monitor is how a pool's health monitor probes: every Delay seconds, giving each probe Timeout seconds;
@@ -41,7 +45,7 @@ var providers = map[string]Provider{
 	// OVN load balancers hash the 5-tuple: SOURCE_IP_PORT is the one algorithm the provider accepts. Its
 	// health checks are OVN service monitors: TCP and UDP only.
 	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT",
-		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}},
+		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}, MonitorSlowsMembers: true},
 }
 
 // ProviderNamed returns the provider called name, or an error listing the known ones.

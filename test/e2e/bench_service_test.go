@@ -98,6 +98,9 @@ func TestBenchmarkServices(t *testing.T) {
 	t.Logf("%d endpoints: floor (one create by hand) reached all in %.1f s; Raven in %.1f s with %v Octavia calls (%v with its health monitor, %.1f s)",
 		n, floorS.Seconds(), reached.Seconds(), res["endpoints.raven_octavia_calls_to_reach_all"], res["endpoints.raven_octavia_calls_to_monitored"], converged.Sub(start).Seconds())
 
+	out := filepath.Join(env.repo, *benchSvcOut)
+	writeResultsTo(t, out, res, nil) // each phase's figures are kept even if a later phase fails
+
 	// ---- churn: 10 % of the backends replaced at once.
 	old := names(web)[:*benchSvcChurn]
 	churnStart := time.Now()
@@ -113,6 +116,7 @@ func TestBenchmarkServices(t *testing.T) {
 	put("churn.raven_reaches_new_s", reachNew.Seconds())
 	t.Logf("churn of %d of %d: EndpointSlices showed the change after %.1f s (the Kubernetes floor); traffic avoided the old backends after %.1f s and had reached every new one after %.1f s",
 		len(old), n, slicesS.Seconds(), avoid.Seconds(), reachNew.Seconds())
+	writeResultsTo(t, out, res, nil)
 	deleteServiceAndWait(t, ns, svc)
 
 	// ---- 100 ports: the floor, then Raven.
@@ -154,7 +158,7 @@ func TestBenchmarkServices(t *testing.T) {
 		ports, floorPortsS.Seconds(), answered.Seconds(), res["ports.raven_octavia_calls_to_all_answer"], res["ports.raven_monitored_s"], res["ports.raven_octavia_calls_to_monitored"])
 	deleteServiceAndWait(t, ns, many)
 
-	writeResultsTo(t, filepath.Join(env.repo, *benchSvcOut), res, nil)
+	writeResultsTo(t, out, res, nil)
 }
 
 // readyBackends waits for n Ready pods of the Deployment name and returns them by IP.

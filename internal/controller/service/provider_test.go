@@ -198,6 +198,23 @@ func TestServiceHealthMonitors(t *testing.T) {
 			checkLoadBalancer(t, w)
 		})
 	}
+	t.Run("on ovn, many member changes under a monitor go without it, and the monitor comes back", func(t *testing.T) {
+		w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
+		w.r.Provider = provider(t, "ovn")
+		w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
+		w.mustConverge(t)
+		before := w.o.Calls["DeleteMonitor"]
+		ready := []string{"10.244.0.6", "10.244.0.7", "10.244.0.8"}
+		update(t, w, endpoints([]svcPort{http}, ready))
+		w.mustConverge(t)
+		if got, want := w.served(t), map[string][]string{"TCP:80": w.at(w.podSubnet, ready...)(8080)}; !equalServed(got, want) {
+			t.Fatalf("served %v, want %v", got, want)
+		}
+		lb := w.o.LoadBalancers()[0]
+		if len(lb.Monitors) != 1 || w.o.Calls["DeleteMonitor"] != before+1 {
+			t.Fatalf("monitors %v, %d monitor deletes: want the monitor dropped once and made again", lb.Monitors, w.o.Calls["DeleteMonitor"]-before)
+		}
+	})
 	t.Run("a monitor the provider could not set up is a Warning that says what to do, and the ports stay served", func(t *testing.T) {
 		w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
 		w.r.Provider = provider(t, "ovn")
