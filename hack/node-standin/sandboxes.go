@@ -74,25 +74,32 @@ func (s *sandboxes) ensure(ctx context.Context, pod *corev1.Pod) (string, error)
 			return "", err
 		}
 	}
-	if pod.Annotations[ServingAnnotation] == "false" {
-		if serverAlive(sb.PID, sb.ID) {
-			logger.V(1).Info("Stopping the pod's server", "annotation", ServingAnnotation)
-			stopServer(sb.PID, sb.ID)
-		}
-		return sb.IP, nil
-	}
-	if p := podPorts(pod); !p.empty() && !serverAlive(sb.PID, sb.ID) {
-		pid, wait, err := startServer(s.self, filepath.Join(s.store.dir, sb.Netns+".log"), serveArgs(sb, netnsPath, p))
-		if err != nil {
-			return "", err
-		}
-		go wait()
-		sb.PID = pid
-		if err := s.store.save(sb); err != nil {
-			return "", err
-		}
+	if err := s.serve(ctx, pod, sb, netnsPath); err != nil {
+		return "", err
 	}
 	return sb.IP, nil
+}
+
+// serve keeps the pod's server running, or stopped while ServingAnnotation says "false".
+func (s *sandboxes) serve(ctx context.Context, pod *corev1.Pod, sb *sandbox, netnsPath string) error {
+	if pod.Annotations[ServingAnnotation] == "false" {
+		if serverAlive(sb.PID, sb.ID) {
+			klog.FromContext(ctx).V(1).Info("Stopping the pod's server", "pod", klog.KObj(pod), "annotation", ServingAnnotation)
+			stopServer(sb.PID, sb.ID)
+		}
+		return nil
+	}
+	p := podPorts(pod)
+	if p.empty() || serverAlive(sb.PID, sb.ID) {
+		return nil
+	}
+	pid, wait, err := startServer(s.self, filepath.Join(s.store.dir, sb.Netns+".log"), serveArgs(sb, netnsPath, p))
+	if err != nil {
+		return err
+	}
+	go wait()
+	sb.PID = pid
+	return s.store.save(sb)
 }
 
 // removeByName removes the sandbox of namespace/name, if the stand-in has one.

@@ -295,6 +295,21 @@ func applyEnv(o *Options) {
 	}
 }
 
+// octaviaErrors are the problems of the octavia section.
+func (o Options) octaviaErrors() []error {
+	var errs []error
+	if o.Octavia.Provider != "amphora" && o.Octavia.Provider != "ovn" {
+		errs = append(errs, fmt.Errorf("octavia.provider %q must be amphora or ovn", o.Octavia.Provider))
+	}
+	hm := o.Octavia.HealthMonitor
+	inRange := func(v, lo, hi int) bool { return v >= lo && v <= hi }
+	valid := inRange(hm.TimeoutSeconds, 1, hm.DelaySeconds) && inRange(hm.MaxRetries, 1, 10) && inRange(hm.MaxRetriesDown, 1, 10)
+	if hm.Enabled && !valid {
+		errs = append(errs, fmt.Errorf("octavia.healthMonitor: need 1 ≤ timeoutSeconds ≤ delaySeconds and maxRetries, maxRetriesDown in 1–10 (got %+v)", hm))
+	}
+	return errs
+}
+
 // Validate reports every problem at once.
 func (o Options) Validate() error {
 	var errs []error
@@ -308,13 +323,7 @@ func (o Options) Validate() error {
 		errs = append(errs, errors.New("openstack.cloudsFile and openstack.cloud (or $OS_CLIENT_CONFIG_FILE and $OS_CLOUD) must be set"))
 	}
 	errs = append(errs, o.neutronErrors()...)
-	if o.Octavia.Provider != "amphora" && o.Octavia.Provider != "ovn" {
-		errs = append(errs, fmt.Errorf("octavia.provider %q must be amphora or ovn", o.Octavia.Provider))
-	}
-	if hm := o.Octavia.HealthMonitor; hm.Enabled && (hm.DelaySeconds < 1 || hm.TimeoutSeconds < 1 || hm.TimeoutSeconds > hm.DelaySeconds ||
-		hm.MaxRetries < 1 || hm.MaxRetries > 10 || hm.MaxRetriesDown < 1 || hm.MaxRetriesDown > 10) {
-		errs = append(errs, fmt.Errorf("octavia.healthMonitor: need 1 ≤ timeoutSeconds ≤ delaySeconds and maxRetries, maxRetriesDown in 1–10 (got %+v)", hm))
-	}
+	errs = append(errs, o.octaviaErrors()...)
 	if o.Pools.Enabled && (o.Pools.MinFree < 0 || o.Pools.Batch < 1 || o.Pools.Max < o.Pools.MinFree) {
 		errs = append(errs, fmt.Errorf("pools: need 0 ≤ minFree ≤ max and batch ≥ 1 (got %+v)", o.Pools))
 	}

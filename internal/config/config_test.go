@@ -27,6 +27,11 @@ neutron: {serviceSubnetCIDR: 10.0.0.0/24, externalSubnetCIDR: 172.24.4.0/24}
 resyncPeriod: 10s
 `
 
+func ovnWithDefaultMonitors(o Options) bool {
+	want := HealthMonitor{Enabled: true, DelaySeconds: 2, TimeoutSeconds: 1, MaxRetries: 1, MaxRetriesDown: 2}
+	return o.Octavia.Provider == "ovn" && o.Octavia.HealthMonitor == want
+}
+
 func TestLoadAndFlags(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -48,10 +53,7 @@ func TestLoadAndFlags(t *testing.T) {
 		{"pools.recycle read from the file, the rest of pools kept", valid + "pools: {enabled: true, minFree: 5, batch: 10, max: 50, recycle: true}\n", nil,
 			func(o Options) bool { return o.Pools.Recycle && o.Pools.Max == 50 }, ""},
 		{"health monitors are on by default, and a provider alone keeps them", valid + "octavia: {provider: ovn}\n", nil,
-			func(o Options) bool {
-				hm := o.Octavia.HealthMonitor
-				return o.Octavia.Provider == "ovn" && hm.Enabled && hm.DelaySeconds == 2 && hm.TimeoutSeconds == 1 && hm.MaxRetriesDown == 2
-			}, ""},
+			ovnWithDefaultMonitors, ""},
 		{"health monitors can be turned off", valid + "octavia: {healthMonitor: {enabled: false}}\n", nil,
 			func(o Options) bool { return !o.Octavia.HealthMonitor.Enabled }, ""},
 		{"a probe timeout longer than its delay is an error", valid + "octavia: {healthMonitor: {enabled: true, delaySeconds: 2, timeoutSeconds: 3, maxRetries: 1, maxRetriesDown: 2}}\n", nil, nil, "octavia.healthMonitor"},

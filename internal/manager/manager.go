@@ -13,6 +13,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -152,21 +153,12 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		if err := pod.IndexFields(ctx, mgr); err != nil {
 			return nil, err
 		}
-		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Metrics: m,
-			Grace: o.OrphanGracePeriod.Duration, Scope: scope}
-		if o.Controllers.NetworkPolicies {
-			state := &networkpolicy.State{}
-			r.Policies = state
-			serviceCIDR := ""
-			if o.Controllers.Services {
-				serviceCIDR = o.Neutron.ServiceSubnetCIDR
-			}
-			np := &networkpolicy.Reconciler{Client: mgr.GetClient(), Neutron: nm, State: state, Gate: gate, Recorder: recorder,
-				ServiceCIDR: serviceCIDR, NodeCIDRs: o.Neutron.PodIngressCIDRs, Resync: o.ResyncPeriod.Duration}
-			if err := np.SetupWithManager(mgr); err != nil {
-				return nil, err
-			}
+		policies, err := addPolicyController(mgr, o, nm, gate, recorder)
+		if err != nil {
+			return nil, err
 		}
+		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Metrics: m,
+			Grace: o.OrphanGracePeriod.Duration, Scope: scope, Policies: policies}
 		if err := r.SetupWithManager(mgr, o.Workers, podRepairs); err != nil {
 			return nil, err
 		}
@@ -193,6 +185,22 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 			o.OrphanGracePeriod.Duration, func(kind string) { m.Swept.WithLabelValues(kind).Inc() }))
 	}
 	return sweeper, nil
+}
+
+// addPolicyController adds the NetworkPolicy controller when it is on; its State gives the pod controller a
+// new pod's groups (nil when it is off).
+func addPolicyController(mgr ctrl.Manager, o config.Options, nm *neutron.Manager, gate *controller.Gate, recorder events.EventRecorder) (pod.Groups, error) {
+	if !o.Controllers.NetworkPolicies {
+		return nil, nil
+	}
+	state := &networkpolicy.State{}
+	serviceCIDR := ""
+	if o.Controllers.Services {
+		serviceCIDR = o.Neutron.ServiceSubnetCIDR
+	}
+	np := &networkpolicy.Reconciler{Client: mgr.GetClient(), Neutron: nm, State: state, Gate: gate, Recorder: recorder,
+		ServiceCIDR: serviceCIDR, NodeCIDRs: o.Neutron.PodIngressCIDRs, Resync: o.ResyncPeriod.Duration}
+	return state, np.SetupWithManager(mgr)
 }
 
 // addSweeperAndChecks adds the sweeper and the health and readiness checks to mgr.

@@ -56,12 +56,7 @@ func EnsureCluster(ctx context.Context, n openstack.Networking, clusterID string
 	}
 	clusterTags := ownership.Owner{Cluster: clusterID, Kind: ownership.KindCluster}.Tags()
 
-	c.SubnetPoolID = o.PodSubnetPoolID
-	if c.SubnetPoolID == "" {
-		if err := c.ensureSubnetPool(ctx, n, o, clusterTags); err != nil {
-			return nil, err
-		}
-	} else if err := c.readPoolPrefixes(ctx, n); err != nil {
+	if err := c.ensureSubnetPool(ctx, n, o, clusterTags); err != nil {
 		return nil, err
 	}
 
@@ -83,8 +78,13 @@ func EnsureCluster(ctx context.Context, n openstack.Networking, clusterID string
 	return c, nil
 }
 
-// ensureSubnetPool finds the cluster's pod subnet pool by its tags, or creates it.
+// ensureSubnetPool sets c.SubnetPoolID and c.PodPrefixes: the configured pool, or the cluster's pod subnet
+// pool found by its tags, or created.
 func (c *Cluster) ensureSubnetPool(ctx context.Context, n openstack.Networking, o config.Neutron, clusterTags []string) error {
+	if o.PodSubnetPoolID != "" {
+		c.SubnetPoolID = o.PodSubnetPoolID
+		return c.readPoolPrefixes(ctx, n)
+	}
 	pools, err := n.ListSubnetPools(ctx, openstack.Filter{Tags: clusterTags})
 	if err != nil {
 		return err

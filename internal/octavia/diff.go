@@ -75,22 +75,29 @@ func Plan(want []Listener, cur Current) []Step {
 			steps = append(steps, Step{Kind: CreatePool, ID: l.ID, Listener: w})
 			continue
 		}
-		if !sameMembers(cur.Members[p.ID], w.Members) {
-			if w.MonitorSlowsMembers && p.MonitorID != "" && memberChanges(cur.Members[p.ID], w.Members) >= monitorDropAt {
-				// The monitor goes first; the members follow, then the monitor again (plans to come).
-				steps = append(steps, Step{Kind: DeleteMonitor, ID: p.MonitorID, Listener: w})
-				continue
-			}
-			steps = append(steps, Step{Kind: ReplaceMembers, ID: p.ID, Listener: w})
-		}
-		switch {
-		case w.Monitor != nil && p.MonitorID == "":
-			monitors = append(monitors, Step{Kind: CreateMonitor, ID: p.ID, Listener: w})
-		case w.Monitor == nil && p.MonitorID != "":
-			monitors = append(monitors, Step{Kind: DeleteMonitor, ID: p.MonitorID, Listener: w})
-		}
+		step, monitor := planPool(w, p, cur.Members[p.ID])
+		steps = append(steps, step...)
+		monitors = append(monitors, monitor...)
 	}
 	return append(steps, monitors...)
+}
+
+// planPool is what an existing pool needs: its members, and its monitor (which comes after every other step).
+func planPool(w Listener, p openstack.Pool, members []openstack.Member) (steps, monitors []Step) {
+	if !sameMembers(members, w.Members) {
+		if w.MonitorSlowsMembers && p.MonitorID != "" && memberChanges(members, w.Members) >= monitorDropAt {
+			// The monitor goes first; the members follow, then the monitor again (plans to come).
+			return []Step{{Kind: DeleteMonitor, ID: p.MonitorID, Listener: w}}, nil
+		}
+		steps = append(steps, Step{Kind: ReplaceMembers, ID: p.ID, Listener: w})
+	}
+	switch {
+	case w.Monitor != nil && p.MonitorID == "":
+		monitors = append(monitors, Step{Kind: CreateMonitor, ID: p.ID, Listener: w})
+	case w.Monitor == nil && p.MonitorID != "":
+		monitors = append(monitors, Step{Kind: DeleteMonitor, ID: p.MonitorID, Listener: w})
+	}
+	return steps, monitors
 }
 
 // monitorDropAt is how many member changes make a slow provider's monitor go for the update: dropping and

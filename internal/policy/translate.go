@@ -100,9 +100,9 @@ type translator struct {
 	nsLabels map[string]labels.Set
 }
 
-// PolicyKey is the key of a policy's group: its UID, so that a policy deleted and made again under its name
+// KeyOf is the key of a policy's group: its UID, so that a policy deleted and made again under its name
 // gets a group of its own.
-func PolicyKey(np *networkingv1.NetworkPolicy) string {
+func KeyOf(np *networkingv1.NetworkPolicy) string {
 	if np.UID == "" {
 		return "np-" + np.Namespace + "." + np.Name
 	}
@@ -121,7 +121,7 @@ func (t *translator) policy(np *networkingv1.NetworkPolicy) {
 		return
 	}
 	ingress, egress := types(np)
-	g := Group{Key: PolicyKey(np), Description: clip("NetworkPolicy " + np.Namespace + "/" + np.Name)}
+	g := Group{Key: KeyOf(np), Description: clip("NetworkPolicy " + np.Namespace + "/" + np.Name)}
 	if ingress {
 		for i, r := range np.Spec.Ingress {
 			g.Rules = append(g.Rules, t.rule(np, "ingress", fmt.Sprintf("ingress[%d]", i), r.From, r.Ports, selected)...)

@@ -168,7 +168,7 @@ func TestIPv6BlocksAdmitNoPodAndBreakNothing(t *testing.T) {
 		}}},
 	}}
 	res := Translate([]networkingv1.NetworkPolicy{np}, []Pod{{Namespace: "x", Name: "a"}}, []Namespace{{Name: "x"}})
-	rules := res.Groups[PolicyKey(&np)].Rules
+	rules := res.Groups[KeyOf(&np)].Rules
 	if len(rules) != 1 || rules[0].RemoteIPPrefix != "0.0.0.0/0" || len(res.Problems) != 0 {
 		t.Fatalf("rules %+v, problems %v: want the IPv4 block alone (Raven's pods are IPv4; an IPv6 rule would make Neutron refuse the lot)", rules, res.Problems)
 	}

@@ -53,45 +53,8 @@ func TestBenchmarkNetworkPolicy(t *testing.T) {
 	client := podNetns(ns, "client")
 	through := func() bool { return probe(client, "tcp", addr, "server") }
 
-	// ---- floor: a hand-made group on the server's port, a rule added and removed by hand. No policy exists,
-	// so Raven leaves the port's groups alone.
-	_, ann := portAnnotation(t, ns, "server")
-	port, err := env.os.Networking.GetPort(ctx, ann.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sg, err := env.os.Networking.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: "bench-floor-" + randSuffix()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	only := []string{sg.ID}
-	if _, err := env.os.Networking.UpdatePort(ctx, port.ID, openstack.PortUpdate{SecurityGroups: &only}); err != nil {
-		t.Fatal(err)
-	}
-	waitProbe(t, through, false)
-	var floorAdd, floorDel []float64
-	for range *benchNPRounds {
-		start := time.Now()
-		r, err := env.os.Networking.CreateSecurityGroupRule(ctx, openstack.SecurityGroupRule{SecurityGroupID: sg.ID, Direction: "ingress", EtherType: "IPv4",
-			Protocol: "tcp", PortRangeMin: 80, PortRangeMax: 80, RemoteIPPrefix: "0.0.0.0/0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitProbe(t, through, true)
-		floorAdd = append(floorAdd, msSince(start, time.Now()))
-		start = time.Now()
-		if err := env.os.Networking.DeleteSecurityGroupRule(ctx, r.ID); err != nil {
-			t.Fatal(err)
-		}
-		waitProbe(t, through, false)
-		floorDel = append(floorDel, msSince(start, time.Now()))
-	}
-	orig := port.SecurityGroups
-	if _, err := env.os.Networking.UpdatePort(ctx, port.ID, openstack.PortUpdate{SecurityGroups: &orig}); err != nil {
-		t.Fatal(err)
-	}
-	_ = env.os.Networking.DeleteSecurityGroup(ctx, sg.ID)
-	waitProbe(t, through, true)
+	// ---- floor: a hand-made group on the server's port, a rule added and removed by hand.
+	floorAdd, floorDel := floorRules(t, ns, through)
 
 	// ---- Raven: the server isolated by a deny-all policy; a policy admitting the clients created, deleted.
 	nps := env.kube.NetworkingV1().NetworkPolicies(ns)
@@ -152,9 +115,64 @@ func TestBenchmarkNetworkPolicy(t *testing.T) {
 	t.Logf("floor: rule added → through p50 %.0f ms, max %.0f ms; Raven: policy created → through p50 %.0f ms, max %.0f ms; pod labelled → through max %.0f ms",
 		fa.p50, fa.max, pc.p50, pc.max, summarize(labelled).max)
 
-	// ---- Neutron rules of one policy as the pods it selects and admits grow. The pods get ports but run
-	// nowhere (their node does not exist): only the groups are counted.
+	// ---- Neutron rules of one policy as the pods it selects and admits grow.
+	rulesGrowth(t, put)
+	writeResultsTo(t, filepath.Join(env.repo, *benchNPOut), res, nil)
+}
+
+// floorRules puts a hand-made group alone on the server's port and adds and removes a rule admitting TCP 80
+// by hand, rounds times: rule added → the client gets through, removed → refused, in ms. No policy exists,
+// so Raven leaves the port's groups alone; they are restored after.
+func floorRules(t *testing.T, ns string, through func() bool) (added, removed []float64) {
+	t.Helper()
+	ctx := context.Background()
+	_, ann := portAnnotation(t, ns, "server")
+	port, err := env.os.Networking.GetPort(ctx, ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg, err := env.os.Networking.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: "bench-floor-" + randSuffix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	only := []string{sg.ID}
+	if _, err := env.os.Networking.UpdatePort(ctx, port.ID, openstack.PortUpdate{SecurityGroups: &only}); err != nil {
+		t.Fatal(err)
+	}
+	waitProbe(t, through, false)
+	for range *benchNPRounds {
+		start := time.Now()
+		r, err := env.os.Networking.CreateSecurityGroupRule(ctx, openstack.SecurityGroupRule{SecurityGroupID: sg.ID, Direction: "ingress", EtherType: "IPv4",
+			Protocol: "tcp", PortRangeMin: 80, PortRangeMax: 80, RemoteIPPrefix: "0.0.0.0/0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitProbe(t, through, true)
+		added = append(added, msSince(start, time.Now()))
+		start = time.Now()
+		if err := env.os.Networking.DeleteSecurityGroupRule(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		waitProbe(t, through, false)
+		removed = append(removed, msSince(start, time.Now()))
+	}
+	orig := port.SecurityGroups
+	if _, err := env.os.Networking.UpdatePort(ctx, port.ID, openstack.PortUpdate{SecurityGroups: &orig}); err != nil {
+		t.Fatal(err)
+	}
+	_ = env.os.Networking.DeleteSecurityGroup(ctx, sg.ID)
+	waitProbe(t, through, true)
+	return added, removed
+}
+
+// rulesGrowth counts the Neutron rules of one policy whose pods admit each other, as they grow to each of
+// -bench.np-sizes. The pods get ports but run nowhere (their node does not exist): only the groups count.
+func rulesGrowth(t *testing.T, put func(string, float64)) {
+	t.Helper()
+	ctx := context.Background()
 	grow := benchNamespace(t, "bench-np-rules")
+	tcp := corev1.ProtocolTCP
+	p80 := intstr.FromInt32(80)
 	member := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "members"}, Spec: networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "member"}},
 		Ingress: []networkingv1.NetworkPolicyIngressRule{{
@@ -182,7 +200,6 @@ func TestBenchmarkNetworkPolicy(t *testing.T) {
 		put(fmt.Sprintf("rules.policy_rules_at_%d_pods", n), float64(rules))
 		t.Logf("%d selected pods, all members of the policy's peer group: the policy's group has %d rule(s)", n, rules)
 	}
-	writeResultsTo(t, filepath.Join(env.repo, *benchNPOut), res, nil)
 }
 
 // waitProbe probes until through() is want, and returns how long that took.

@@ -411,21 +411,9 @@ func churnTraffic(t testing.TB, ns, client, addr string, old []string, n int, st
 			slicesS = time.Since(start)
 		}
 		if fresh == nil && len(now) == n {
-			for _, name := range now {
-				if !slices.Contains(old, name) && !slices.Contains(fresh, name) {
-					fresh = append(fresh, name)
-				}
-			}
+			fresh = newBackends(now, old)
 		}
-		clean := true
-		for range 3 * n {
-			got, err := exchangeQuick(client, addr)
-			if err != nil || slices.Contains(old, got) {
-				clean = false
-				break
-			}
-			newSeen[got] = true
-		}
+		clean := cleanRound(client, addr, old, 3*n, newSeen)
 		if clean && avoid == 0 {
 			avoid = time.Since(start)
 		}
@@ -440,6 +428,19 @@ func churnTraffic(t testing.TB, ns, client, addr string, old []string, n int, st
 	return
 }
 
+// cleanRound makes up to n connections from client to addr, recording who answered in seen; it is false at
+// the first that fails or is answered by an old backend.
+func cleanRound(client, addr string, old []string, n int, seen map[string]bool) bool {
+	for range n {
+		got, err := exchangeQuick(client, addr)
+		if err != nil || slices.Contains(old, got) {
+			return false
+		}
+		seen[got] = true
+	}
+	return true
+}
+
 func allSeen(seen map[string]bool, want []string) bool {
 	for _, w := range want {
 		if !seen[w] {
@@ -447,6 +448,17 @@ func allSeen(seen map[string]bool, want []string) bool {
 		}
 	}
 	return true
+}
+
+// newBackends are the names of now that are not old.
+func newBackends(now map[string]string, old []string) []string {
+	var out []string
+	for _, name := range now {
+		if !slices.Contains(old, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // readyBackendsNow is the Ready, not terminating pods of the Deployment name, by IP, as they are now.

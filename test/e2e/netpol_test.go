@@ -249,36 +249,7 @@ func applyScenario(t *testing.T, c netpol.Cluster, sc netpol.Scenario) (undo fun
 	var reverts []func()
 	if sc.LabelChanges != nil {
 		for _, ch := range sc.LabelChanges(c) {
-			set := map[string]any{}
-			unset := map[string]any{}
-			for k, v := range ch.Labels {
-				set[k] = v
-				unset[k] = nil
-			}
-			// The labels the model started with come back; labels it did not have go.
-			if ch.Pod == "" {
-				for _, ns := range c.Namespaces {
-					if ns.Name == ch.Namespace {
-						for k := range ch.Labels {
-							if v, ok := ns.Labels[k]; ok && k != corev1.LabelMetadataName {
-								unset[k] = v
-							}
-						}
-					}
-				}
-				patchLabels(t, "", ch.Namespace, set)
-				reverts = append(reverts, func() { patchLabels(t, "", ch.Namespace, unset) })
-				continue
-			}
-			if p, ok := c.Pod(ch.Namespace + "/" + ch.Pod); ok {
-				for k := range ch.Labels {
-					if v, ok := p.Labels[k]; ok {
-						unset[k] = v
-					}
-				}
-			}
-			patchLabels(t, ch.Namespace, ch.Pod, set)
-			reverts = append(reverts, func() { patchLabels(t, ch.Namespace, ch.Pod, unset) })
+			reverts = append(reverts, applyLabels(t, c, ch))
 		}
 	}
 	for _, np := range sc.Policies(c) {
@@ -297,6 +268,35 @@ func applyScenario(t *testing.T, c netpol.Cluster, sc netpol.Scenario) (undo fun
 			r()
 		}
 	}
+}
+
+// applyLabels applies one label change and returns what reverts it: the labels the model started with come
+// back, labels it did not have go.
+func applyLabels(t *testing.T, c netpol.Cluster, ch netpol.LabelChange) (revert func()) {
+	t.Helper()
+	var had map[string]string
+	if ch.Pod == "" {
+		for _, ns := range c.Namespaces {
+			if ns.Name == ch.Namespace {
+				had = ns.Labels
+			}
+		}
+	} else if p, ok := c.Pod(ch.Namespace + "/" + ch.Pod); ok {
+		had = p.Labels
+	}
+	set, unset := map[string]any{}, map[string]any{}
+	for k, v := range ch.Labels {
+		set[k], unset[k] = v, nil
+		if old, ok := had[k]; ok && k != corev1.LabelMetadataName {
+			unset[k] = old
+		}
+	}
+	if ch.Pod == "" {
+		patchLabels(t, "", ch.Namespace, set)
+		return func() { patchLabels(t, "", ch.Namespace, unset) }
+	}
+	patchLabels(t, ch.Namespace, ch.Pod, set)
+	return func() { patchLabels(t, ch.Namespace, ch.Pod, unset) }
 }
 
 // patchLabels merges labels into a pod (ns, name) or, with ns empty, into the namespace name.

@@ -53,7 +53,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.Gate.Wait(ctx); err != nil {
 		return reconcile.Result{}, err
 	}
-	log := klog.FromContext(ctx)
 	var nps networkingv1.NetworkPolicyList
 	if err := r.Client.List(ctx, &nps); err != nil {
 		return reconcile.Result{}, err
@@ -61,42 +60,105 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if len(nps.Items) == 0 && r.clean {
 		return reconcile.Result{}, nil
 	}
-	var nss corev1.NamespaceList
-	if err := r.Client.List(ctx, &nss); err != nil {
+	pods, res, err := r.translate(ctx, nps.Items)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	var podList corev1.PodList
-	if err := r.Client.List(ctx, &podList); err != nil {
-		return reconcile.Result{}, err
-	}
-	pods := portPods(podList.Items)
-	in := make([]policy.Pod, 0, len(pods))
-	for _, p := range pods {
-		in = append(in, p.pod)
-	}
-	res := policy.Translate(nps.Items, in, namespacesOf(nss.Items))
 	want := res.Groups
-	if len(nps.Items) > 0 {
-		health, err := r.healthSources(ctx)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		for _, g := range policy.BaseGroups(policy.Infra{ServiceCIDR: r.ServiceCIDR, PodPrefixes: r.Neutron.C.PodPrefixes, NodeCIDRs: r.NodeCIDRs, HealthSources: health}) {
-			want[g.Key] = g
-		}
+	if err := r.addBaseGroups(ctx, want, len(nps.Items)); err != nil {
+		return reconcile.Result{}, err
 	}
 	have, extra, err := policy.Read(ctx, r.Neutron.N, r.Neutron.C.ID)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	byPolicy := policiesByKey(nps.Items)
-	pending := false
-	ids := map[string]string{}
+	ids, pending := r.ensureGroups(ctx, want, have, byPolicy)
+	r.reportProblems(nps.Items, res)
+	r.publish(ids, want)
+	// Without policies and without groups there is nothing to enforce: the ports keep what they have.
+	enforce := len(nps.Items) > 0 || len(have) > 0 || len(extra) > 0
+	if enforce {
+		if err := r.setPortGroups(ctx, pods, res, ids); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	for key, sg := range have {
+		if _, wanted := want[key]; !wanted {
+			extra = append(extra, sg)
+		}
+	}
+	deleted := r.deleteGroups(ctx, extra)
+	r.clean = !enforce
+	return r.result(pending || !deleted, len(nps.Items) > 0), nil
+}
+
+// publish hands the pod controller the groups that stay; those about to go are no longer handed out.
+func (r *Reconciler) publish(ids map[string]string, want map[string]policy.Group) {
+	live := map[string]string{}
+	for key, id := range ids {
+		if _, wanted := want[key]; wanted {
+			live[key] = id
+		}
+	}
+	r.State.set(live)
+}
+
+// result says when to look again: soon when something is left to do, after Resync while policies exist
+// (rules someone changed in Neutron come back), else on the next change.
+func (r *Reconciler) result(pending, policies bool) reconcile.Result {
+	switch {
+	case pending:
+		return reconcile.Result{RequeueAfter: retry}
+	case policies:
+		return reconcile.Result{RequeueAfter: r.Resync}
+	}
+	return reconcile.Result{}
+}
+
+// translate reads the pods and namespaces and translates the policies.
+func (r *Reconciler) translate(ctx context.Context, nps []networkingv1.NetworkPolicy) ([]portPod, policy.Result, error) {
+	var nss corev1.NamespaceList
+	if err := r.Client.List(ctx, &nss); err != nil {
+		return nil, policy.Result{}, err
+	}
+	var podList corev1.PodList
+	if err := r.Client.List(ctx, &podList); err != nil {
+		return nil, policy.Result{}, err
+	}
+	pods := portPods(podList.Items)
+	in := make([]policy.Pod, 0, len(pods))
+	for _, p := range pods {
+		in = append(in, p.pod)
+	}
+	return pods, policy.Translate(nps, in, namespacesOf(nss.Items)), nil
+}
+
+// addBaseGroups adds the base groups to want while there are policies.
+func (r *Reconciler) addBaseGroups(ctx context.Context, want map[string]policy.Group, policies int) error {
+	if policies == 0 {
+		return nil
+	}
+	health, err := r.healthSources(ctx)
+	if err != nil {
+		return err
+	}
+	for _, g := range policy.BaseGroups(policy.Infra{ServiceCIDR: r.ServiceCIDR, PodPrefixes: r.Neutron.C.PodPrefixes, NodeCIDRs: r.NodeCIDRs, HealthSources: health}) {
+		want[g.Key] = g
+	}
+	return nil
+}
+
+// ensureGroups makes the groups of want that Neutron lacks (into have), then brings every group's rules in
+// line, a few requests at a time (each waits on Neutron's OVN transaction more than on Neutron itself). It
+// returns every group's ID by key, and whether something was refused (to be asked again).
+func (r *Reconciler) ensureGroups(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
+	byPolicy map[string]*networkingv1.NetworkPolicy) (ids map[string]string, pending bool) {
+	log := klog.FromContext(ctx)
+	ids = map[string]string{}
 	for key, sg := range have {
 		ids[key] = sg.ID
 	}
-	// Groups first (rules name peer groups by ID), then rules; a few requests at a time, since each waits
-	// on Neutron's OVN transaction more than on Neutron itself.
 	var mu sync.Mutex
 	var missing []string
 	for _, key := range slices.Sorted(maps.Keys(want)) {
@@ -104,6 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			missing = append(missing, key)
 		}
 	}
+	// Groups first: rules name peer groups by ID.
 	parallel(missing, func(key string) {
 		sg, err := policy.Create(ctx, r.Neutron.N, r.Neutron.C.ID, want[key])
 		mu.Lock()
@@ -138,51 +201,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			log.V(2).Info("Updated policy group rules", "group", key, "added", added, "removed", removed)
 		}
 	})
+	return ids, pending
+}
+
+// reportProblems raises a Warning on each policy for what its translation could not express.
+func (r *Reconciler) reportProblems(nps []networkingv1.NetworkPolicy, res policy.Result) {
 	for name, problems := range res.Problems {
-		if np := byName(nps.Items, name); np != nil {
-			for _, p := range problems {
-				klog.Background().WithValues("networkPolicy", klog.KObj(np)).Info("Warning", "reason", "PolicyNotExpressible", "problem", p)
-				controller.Warn(r.Recorder, np, "PolicyNotExpressible", "Reconcile", "translating the policy", errors.New(p))
-			}
+		np := byName(nps, name)
+		if np == nil {
+			continue
+		}
+		for _, p := range problems {
+			klog.Background().WithValues("networkPolicy", klog.KObj(np)).Info("Warning", "reason", "PolicyNotExpressible", "problem", p)
+			controller.Warn(r.Recorder, np, "PolicyNotExpressible", "Reconcile", "translating the policy", errors.New(p))
 		}
 	}
-	// The pod controller may use the groups that stay; those about to go are no longer handed out.
-	live := map[string]string{}
-	for key, id := range ids {
-		if _, wanted := want[key]; wanted {
-			live[key] = id
-		}
-	}
-	r.State.set(live)
-	// Without policies and without groups there is nothing to enforce: the ports keep what they have.
-	if len(nps.Items) > 0 || len(have) > 0 || len(extra) > 0 {
-		if err := r.setPortGroups(ctx, pods, res, ids); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	for key, sg := range have {
-		if _, wanted := want[key]; !wanted {
-			extra = append(extra, sg)
-		}
-	}
-	for _, sg := range extra {
+}
+
+// deleteGroups deletes groups nothing wants; false when one is still in use (a port the next reconcile
+// moves off it).
+func (r *Reconciler) deleteGroups(ctx context.Context, groups []openstack.SecurityGroup) bool {
+	log := klog.FromContext(ctx)
+	done := true
+	for _, sg := range groups {
 		if err := openstack.IgnoreNotFound(r.Neutron.N.DeleteSecurityGroup(ctx, sg.ID)); err != nil {
-			// In use: a port still carries it (a pod the next reconcile moves off it).
 			log.V(2).Info("Policy group not deleted yet", "id", sg.ID, "err", err.Error())
-			pending = true
+			done = false
 			continue
 		}
 		log.V(2).Info("Deleted policy group", "id", sg.ID)
 	}
-	r.clean = len(nps.Items) == 0 && len(have) == 0 && len(extra) == 0
-	if pending {
-		return reconcile.Result{RequeueAfter: retry}, nil
-	}
-	if len(nps.Items) > 0 {
-		// Rules someone changed in Neutron come back at the latest after Resync.
-		return reconcile.Result{RequeueAfter: r.Resync}, nil
-	}
-	return reconcile.Result{}, nil
+	return done
 }
 
 // portPod is a pod with a port: what the translation needs, and its UID to find its ports.
@@ -286,7 +335,7 @@ func (r *Reconciler) healthSources(ctx context.Context) ([]string, error) {
 func policiesByKey(items []networkingv1.NetworkPolicy) map[string]*networkingv1.NetworkPolicy {
 	out := map[string]*networkingv1.NetworkPolicy{}
 	for i := range items {
-		out[policy.PolicyKey(&items[i])] = &items[i]
+		out[policy.KeyOf(&items[i])] = &items[i]
 	}
 	return out
 }

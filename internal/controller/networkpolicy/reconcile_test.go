@@ -140,45 +140,22 @@ func TestPolicyLifecycle(t *testing.T) {
 	if gs := w.policyGroups(); len(gs) != 0 {
 		t.Fatalf("policy groups %v without any policy", gs)
 	}
-	writes, lists := w.n.Writes, w.n.Calls["ListSecurityGroups"]
-	w.reconcile(t)
-	if w.n.Writes != writes || w.n.Calls["ListSecurityGroups"] != lists {
-		t.Fatalf("a cluster without policies cost %d writes and %d group lists on its second reconcile, want none",
-			w.n.Writes-writes, w.n.Calls["ListSecurityGroups"]-lists)
-	}
+	w.expectNoCalls(t, "a cluster without policies", "ListSecurityGroups")
 
 	// A policy: its group, the peer group, the base groups; web isolated, client a peer.
 	if err := w.c.Create(ctx, webPolicy()); err != nil {
 		t.Fatal(err)
 	}
 	w.reconcile(t)
-	gs := w.policyGroups()
-	np := gs["np-np1"]
-	if np == nil || len(np.Rules) != 1 || len(gs) != 5 {
-		t.Fatalf("groups %v; want np-np1 with one rule, a peer group and three base groups", keys(gs))
-	}
-	r := np.Rules[0]
-	if r.Direction != "ingress" || r.Protocol != "tcp" || r.PortRangeMin != 8080 || r.PortRangeMax != 8080 || w.keyOf(r.RemoteGroupID)[:5] != "peer-" {
-		t.Fatalf("rule %+v; want ingress tcp 8080 (the named port) from the peer group", r)
-	}
-	peer := w.keyOf(r.RemoteGroupID)
-	if got, want := w.groupsOf(t, "web"), []string{policy.BaseEgress, policy.BaseInfra, "np-np1"}; !slices.Equal(got, want) {
-		t.Fatalf("web carries %v, want %v", got, want)
-	}
-	if got, want := w.groupsOf(t, "client"), []string{peer, "pods"}; !slices.Equal(got, want) {
-		t.Fatalf("client carries %v, want %v", got, want)
-	}
-	writes = w.n.Writes
-	w.reconcile(t)
-	if w.n.Writes != writes {
-		t.Fatalf("a reconcile in step made %d Neutron writes", w.n.Writes-writes)
-	}
+	np, peer := w.expectPolicyGroups(t)
+	isolated := []string{policy.BaseEgress, policy.BaseInfra, "np-np1"}
+	w.expectGroups(t, "web", isolated...)
+	w.expectGroups(t, "client", peer, "pods")
+	w.expectNoCalls(t, "a reconcile in step")
 
 	// A pod created while the policy exists carries its groups from its port's first moment.
 	w.addPod(t, "web2", "web")
-	if got, want := w.groupsOf(t, "web2"), []string{policy.BaseEgress, policy.BaseInfra, "np-np1"}; !slices.Equal(got, want) {
-		t.Fatalf("new web2 carries %v before any policy reconcile, want %v", got, want)
-	}
+	w.expectGroups(t, "web2", isolated...)
 
 	// A rule removed in Neutron comes back; one added by hand goes.
 	if err := w.n.DeleteSecurityGroupRule(ctx, np.Rules[0].ID); err != nil {
@@ -198,12 +175,57 @@ func TestPolicyLifecycle(t *testing.T) {
 	}
 	w.reconcile(t)
 	for _, name := range []string{"web", "web2", "client"} {
-		if got := w.groupsOf(t, name); !slices.Equal(got, []string{"pods"}) {
-			t.Errorf("%s carries %v after the policy was deleted, want the pod group", name, got)
-		}
+		w.expectGroups(t, name, "pods")
 	}
 	if gs := w.policyGroups(); len(gs) != 0 {
 		t.Fatalf("groups %v left after the policy was deleted", keys(gs))
+	}
+}
+
+// expectNoCalls reconciles again and fails on any Neutron write, or any call of the methods named.
+func (w *world) expectNoCalls(t *testing.T, what string, methods ...string) {
+	t.Helper()
+	writes := w.n.Writes
+	calls := map[string]int{}
+	for _, m := range methods {
+		calls[m] = w.n.Calls[m]
+	}
+	w.reconcile(t)
+	if w.n.Writes != writes {
+		t.Fatalf("%s: a reconcile made %d Neutron writes", what, w.n.Writes-writes)
+	}
+	for _, m := range methods {
+		if w.n.Calls[m] != calls[m] {
+			t.Fatalf("%s: a reconcile made %d %s calls", what, w.n.Calls[m]-calls[m], m)
+		}
+	}
+}
+
+// expectPolicyGroups checks the groups of webPolicy: its own with one rule (tcp 8080, the named port, from
+// the peer group), a peer group and the three base groups. It returns the policy's group and the peer's key.
+func (w *world) expectPolicyGroups(t *testing.T) (*openstack.SecurityGroup, string) {
+	t.Helper()
+	gs := w.policyGroups()
+	np := gs["np-np1"]
+	if np == nil || len(np.Rules) != 1 || len(gs) != 5 {
+		t.Fatalf("groups %v; want np-np1 with one rule, a peer group and three base groups", keys(gs))
+	}
+	r := np.Rules[0]
+	want := openstack.SecurityGroupRule{ID: r.ID, SecurityGroupID: np.ID, Direction: "ingress", EtherType: "IPv4", Protocol: "tcp",
+		PortRangeMin: 8080, PortRangeMax: 8080, RemoteGroupID: r.RemoteGroupID}
+	peer := w.keyOf(r.RemoteGroupID)
+	if r != want || !strings.HasPrefix(peer, "peer-") {
+		t.Fatalf("rule %+v; want ingress tcp 8080 (the named port) from the peer group", r)
+	}
+	return np, peer
+}
+
+// expectGroups checks the keys of the groups on a pod's port.
+func (w *world) expectGroups(t *testing.T, name string, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	if got := w.groupsOf(t, name); !slices.Equal(got, want) {
+		t.Fatalf("%s carries %v, want %v", name, got, want)
 	}
 }
 

@@ -86,15 +86,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.seen.mark(string(pod.UID))
 	}
 	port, err := r.ensurePort(ctx, &pod, nn)
-	if errors.Is(err, errGroupsPending) {
-		log.V(3).Info("Waiting for the pod's policy groups")
-		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
-	}
-	if errors.Is(err, neutron.ErrNotLoaded) {
-		return reconcile.Result{RequeueAfter: time.Second}, nil // a pod in sync waits for the start-up listing
-	}
-	if err != nil {
-		return reconcile.Result{}, err
+	if res, wait, err := portWait(log, err); wait {
+		return res, err
 	}
 	hadPort := pod.Annotations[annotations.PodPort] != ""
 	if err := r.patch(ctx, &pod, &port, nn); err != nil {
@@ -104,6 +97,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.observeLatency(&pod)
 	}
 	return reconcile.Result{}, nil
+}
+
+// portWait turns what keeps ensurePort from a port into the reconcile's result; wait is false when there is
+// a port to go on with.
+func portWait(log klog.Logger, err error) (res reconcile.Result, wait bool, _ error) {
+	switch {
+	case errors.Is(err, errGroupsPending):
+		log.V(3).Info("Waiting for the pod's policy groups")
+		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, true, nil
+	case errors.Is(err, neutron.ErrNotLoaded):
+		return reconcile.Result{RequeueAfter: time.Second}, true, nil // a pod in sync waits for the start-up listing
+	case err != nil:
+		return reconcile.Result{}, true, err
+	}
+	return reconcile.Result{}, false, nil
 }
 
 // ensurePort finds or creates the pod's port (preferring the one its annotation names) and, when it
