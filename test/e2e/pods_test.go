@@ -372,6 +372,7 @@ func TestKilledBetweenPortCreateAndAnnotation(t *testing.T) {
 			{APIGroups: []string{""}, Resources: []string{"pods", "namespaces", "services", "nodes"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"namespaces", "services"}, Verbs: []string{"patch", "update"}},
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 		},
 	}
