@@ -45,7 +45,7 @@ var providers = map[string]Provider{
 	// OVN load balancers hash the 5-tuple: SOURCE_IP_PORT is the one algorithm the provider accepts. Its
 	// health checks are OVN service monitors: TCP and UDP only.
 	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT",
-		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}, MonitorSlowsMembers: true},
+		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}},
 }
 
 // ProviderNamed returns the provider called name, or an error listing the known ones.

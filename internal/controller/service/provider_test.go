@@ -198,9 +198,10 @@ func TestServiceHealthMonitors(t *testing.T) {
 			checkLoadBalancer(t, w)
 		})
 	}
-	t.Run("on ovn, many member changes under a monitor go without it, and the monitor comes back", func(t *testing.T) {
+	t.Run("with MonitorSlowsMembers, many member changes under a monitor go without it, and the monitor comes back", func(t *testing.T) {
 		w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
 		w.r.Provider = provider(t, "ovn")
+		w.r.Provider.MonitorSlowsMembers = true
 		w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
 		w.mustConverge(t)
 		before := w.o.Calls["DeleteMonitor"]
