@@ -356,7 +356,8 @@ func (n *neutron) DeleteSecurityGroup(ctx context.Context, id string) error {
 	return wrap("neutron security_group delete", groups.Delete(ctx, n.c, id).ExtractErr())
 }
 
-func (n *neutron) CreateSecurityGroupRule(ctx context.Context, rule SecurityGroupRule) (*SecurityGroupRule, error) {
+// ruleBody is a rule as Neutron's create takes it: empty fields left out, a port range only when set.
+func ruleBody(rule SecurityGroupRule) map[string]any {
 	m := map[string]any{"security_group_id": rule.SecurityGroupID, "direction": rule.Direction, "ethertype": rule.EtherType}
 	for k, v := range map[string]string{"protocol": rule.Protocol, "remote_ip_prefix": rule.RemoteIPPrefix,
 		"remote_group_id": rule.RemoteGroupID, "description": rule.Description} {
@@ -367,10 +368,14 @@ func (n *neutron) CreateSecurityGroupRule(ctx context.Context, rule SecurityGrou
 	if rule.PortRangeMin > 0 {
 		m["port_range_min"], m["port_range_max"] = rule.PortRangeMin, rule.PortRangeMax
 	}
+	return m
+}
+
+func (n *neutron) CreateSecurityGroupRule(ctx context.Context, rule SecurityGroupRule) (*SecurityGroupRule, error) {
 	var r struct {
 		Rule *SecurityGroupRule `json:"security_group_rule"`
 	}
-	if err := rules.Create(ctx, n.c, body{"security_group_rule": m}).ExtractInto(&r); err != nil {
+	if err := rules.Create(ctx, n.c, body{"security_group_rule": ruleBody(rule)}).ExtractInto(&r); err != nil {
 		return nil, wrap("neutron security_group_rule create", err)
 	}
 	return r.Rule, nil
@@ -379,17 +384,7 @@ func (n *neutron) CreateSecurityGroupRule(ctx context.Context, rule SecurityGrou
 func (n *neutron) CreateSecurityGroupRules(ctx context.Context, rs []SecurityGroupRule) ([]SecurityGroupRule, error) {
 	list := make([]map[string]any, 0, len(rs))
 	for _, rule := range rs {
-		m := map[string]any{"security_group_id": rule.SecurityGroupID, "direction": rule.Direction, "ethertype": rule.EtherType}
-		for k, v := range map[string]string{"protocol": rule.Protocol, "remote_ip_prefix": rule.RemoteIPPrefix,
-			"remote_group_id": rule.RemoteGroupID, "description": rule.Description} {
-			if v != "" {
-				m[k] = v
-			}
-		}
-		if rule.PortRangeMin > 0 {
-			m["port_range_min"], m["port_range_max"] = rule.PortRangeMin, rule.PortRangeMax
-		}
-		list = append(list, m)
+		list = append(list, ruleBody(rule))
 	}
 	var r struct {
 		Rules []SecurityGroupRule `json:"security_group_rules"`
