@@ -38,7 +38,7 @@ test-unit: ## Unit tests; no service needed.
 .PHONY: test-e2e
 test-e2e: ## E2e tests on the real stack (Kubernetes, Neutron, Octavia on 127.0.0.1).
 	@mkdir -p $(BIN)
-	$(GO) test -tags e2e -count=1 -timeout 50m -v ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\[stack|\[build|\[install' ; exit $${PIPESTATUS[0]}
+	$(GO) test -tags e2e -count=1 -timeout 70m -v ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\[stack|\[build|\[install' ; exit $${PIPESTATUS[0]}
 
 # bench_run runs one benchmark test ($(1)), its whole output in $(BIN)/$(2).log.
 bench_run = $(GO) test -tags e2e,bench -count=1 -timeout $(BENCH_TIMEOUT) -v -run '^$(1)$$' ./test/e2e/ $(BENCH_ARGS) 2>&1 | tee $(BIN)/$(2).log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\| ' ; exit $${PIPESTATUS[0]}

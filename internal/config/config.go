@@ -103,6 +103,9 @@ type HealthMonitor struct {
 	// MaxRetriesDown failed probes take a member out; MaxRetries good ones bring it back (1–10 each).
 	MaxRetries     int `json:"maxRetries"`
 	MaxRetriesDown int `json:"maxRetriesDown"`
+	// UDPConnectDelaySeconds is the delay of UDP-CONNECT monitors: Octavia refuses one shorter than its
+	// [api_settings] udp_connect_min_interval_health_monitor (3 s unless the cloud changed it).
+	UDPConnectDelaySeconds int `json:"udpConnectDelaySeconds"`
 }
 
 // Pools sizes the per-namespace port pools (Cilium-style watermarks).
@@ -179,7 +182,7 @@ func Default() Options {
 			PodSubnetPrefixLength: 24,
 		},
 		Octavia: Octavia{Provider: "amphora",
-			HealthMonitor: HealthMonitor{Enabled: true, DelaySeconds: 2, TimeoutSeconds: 1, MaxRetries: 1, MaxRetriesDown: 2}},
+			HealthMonitor: HealthMonitor{Enabled: true, DelaySeconds: 2, TimeoutSeconds: 1, MaxRetries: 1, MaxRetriesDown: 2, UDPConnectDelaySeconds: 3}},
 		Controllers:       Controllers{Namespaces: true, Pods: true, Services: true, NetworkPolicies: true},
 		Pools:             Pools{Enabled: true, MinFree: 5, Batch: 10, Max: 50, IdleAfter: Duration{10 * time.Minute}},
 		Workers:           16,
@@ -303,9 +306,9 @@ func (o Options) octaviaErrors() []error {
 	}
 	hm := o.Octavia.HealthMonitor
 	inRange := func(v, lo, hi int) bool { return v >= lo && v <= hi }
-	valid := inRange(hm.TimeoutSeconds, 1, hm.DelaySeconds) && inRange(hm.MaxRetries, 1, 10) && inRange(hm.MaxRetriesDown, 1, 10)
+	valid := inRange(hm.TimeoutSeconds, 1, min(hm.DelaySeconds, hm.UDPConnectDelaySeconds)) && inRange(hm.MaxRetries, 1, 10) && inRange(hm.MaxRetriesDown, 1, 10)
 	if hm.Enabled && !valid {
-		errs = append(errs, fmt.Errorf("octavia.healthMonitor: need 1 ≤ timeoutSeconds ≤ delaySeconds and maxRetries, maxRetriesDown in 1–10 (got %+v)", hm))
+		errs = append(errs, fmt.Errorf("octavia.healthMonitor: need 1 ≤ timeoutSeconds ≤ delaySeconds, udpConnectDelaySeconds and maxRetries, maxRetriesDown in 1–10 (got %+v)", hm))
 	}
 	return errs
 }

@@ -28,7 +28,7 @@ resyncPeriod: 10s
 `
 
 func ovnWithDefaultMonitors(o Options) bool {
-	want := HealthMonitor{Enabled: true, DelaySeconds: 2, TimeoutSeconds: 1, MaxRetries: 1, MaxRetriesDown: 2}
+	want := HealthMonitor{Enabled: true, DelaySeconds: 2, TimeoutSeconds: 1, MaxRetries: 1, MaxRetriesDown: 2, UDPConnectDelaySeconds: 3}
 	return o.Octavia.Provider == "ovn" && o.Octavia.HealthMonitor == want
 }
 

@@ -175,7 +175,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 			return nil, err
 		}
 		if hm := o.Octavia.HealthMonitor; hm.Enabled {
-			prov.Monitor = &octavia.Monitor{Delay: hm.DelaySeconds, Timeout: hm.TimeoutSeconds, MaxRetries: hm.MaxRetries, MaxRetriesDown: hm.MaxRetriesDown}
+			prov.Monitor = &octavia.Monitor{Delay: hm.DelaySeconds, UDPConnectDelay: hm.UDPConnectDelaySeconds, Timeout: hm.TimeoutSeconds, MaxRetries: hm.MaxRetries, MaxRetriesDown: hm.MaxRetriesDown}
 		}
 		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Provider: prov, Gate: gate, Recorder: recorder}
 		if err := r.SetupWithManager(mgr, min(o.Workers, 8), svcRepairs); err != nil {

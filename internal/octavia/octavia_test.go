@@ -36,8 +36,13 @@ func ep(ip string, ready bool) discoveryv1.Endpoint {
 
 func subnet(string) string { return "sub" }
 
+// probe is the monitor the tests' settings give a pool (delay 2 s, but 3 s for UDP-CONNECT).
 func probe(typ string) *openstack.MonitorSpec {
-	return &openstack.MonitorSpec{Type: typ, Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
+	delay := 2
+	if typ == "UDP-CONNECT" {
+		delay = 3
+	}
+	return &openstack.MonitorSpec{Type: typ, Delay: delay, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
 }
 
 func TestDesired(t *testing.T) {
@@ -121,7 +126,7 @@ func TestDesired(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.monitor {
-				prov.Monitor = &Monitor{Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
+				prov.Monitor = &Monitor{Delay: 2, UDPConnectDelay: 3, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
 			}
 			got, problems := Desired(tc.svc, tc.slices, subnet, prov)
 			if !reflect.DeepEqual(got, tc.want) || len(problems) != tc.problems {

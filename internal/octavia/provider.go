@@ -32,10 +32,11 @@ type Provider struct {
 	MonitorSlowsMembers bool
 }
 
-// Monitor is how a pool's health monitor probes: every Delay seconds, giving each probe Timeout seconds;
-// MaxRetriesDown failed probes take a member out of the rotation, MaxRetries good ones bring it back.
+// Monitor is how a pool's health monitor probes: every Delay seconds (UDPConnectDelay for UDP-CONNECT, which
+// Octavia holds to a minimum of its own), giving each probe Timeout seconds; MaxRetriesDown failed probes take a
+// member out of the rotation, MaxRetries good ones bring it back.
 type Monitor struct {
-	Delay, Timeout, MaxRetries, MaxRetriesDown int
+	Delay, UDPConnectDelay, Timeout, MaxRetries, MaxRetriesDown int
 }
 
 // providers are the providers Raven knows.
@@ -76,5 +77,9 @@ func (p Provider) monitor(protocol string) *openstack.MonitorSpec {
 		return nil
 	}
 	m := p.Monitor
-	return &openstack.MonitorSpec{Type: t, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries, MaxRetriesDown: m.MaxRetriesDown}
+	delay := m.Delay
+	if t == "UDP-CONNECT" {
+		delay = m.UDPConnectDelay
+	}
+	return &openstack.MonitorSpec{Type: t, Delay: delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries, MaxRetriesDown: m.MaxRetriesDown}
 }

@@ -398,12 +398,7 @@ func dumpOutsidePath(t testing.TB) {
 	t.Helper()
 	nb, sb := "--db="+env.vars["STACK_OVN_NB_TCP"], "--db="+env.vars["STACK_OVN_SB_TCP"]
 	outside := env.vars["STACK_OUTSIDE_NETNS"]
-	run := func(name string, args ...string) {
-		cmd := exec.Command(name, args...)
-		cmd.Env = append(os.Environ(), "OVS_RUNDIR="+env.vars["OVS_RUNDIR"], "OVN_RUNDIR="+env.vars["OVN_RUNDIR"])
-		out, err := cmd.CombinedOutput()
-		t.Logf("==== %s %s (err %v)\n%s", name, strings.Join(args, " "), err, out)
-	}
+	run := func(name string, args ...string) { logCmd(t, name, args...) }
 	routers, _ := exec.Command("ovn-nbctl", nb, "--timeout=10", "--bare", "--columns=name", "list", "Logical_Router").Output()
 	for _, r := range strings.Fields(string(routers)) {
 		run("ovn-nbctl", nb, "--timeout=10", "lr-nat-list", r)

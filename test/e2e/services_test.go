@@ -387,6 +387,22 @@ func hasWarning(t testing.TB, ns, name, reasonPrefix string) bool {
 	return false
 }
 
+// warnings lists the Warning events of the object name in ns, as "reason: note".
+func warnings(t testing.TB, ns, name string) []string {
+	t.Helper()
+	evs, err := env.kube.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs.Items {
+		if e.Type == corev1.EventTypeWarning && e.Regarding.Name == name {
+			out = append(out, e.Reason+": "+e.Note)
+		}
+	}
+	return out
+}
+
 func clusterPortsIn(t testing.TB, ns string) []openstack.Port {
 	t.Helper()
 	var out []openstack.Port

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,8 +94,45 @@ func waitServedBy(t testing.TB, from, network, addr string, want []string) time.
 			return time.Since(start)
 		}
 	}
+	dumpServicePath(t, from == env.vars["STACK_OUTSIDE_NETNS"])
 	t.Fatalf("%s %s → %s: after %d rounds the last answers were %v; want each of %v and nothing else", network, from, addr, rounds, last, want)
 	return 0
+}
+
+// dumpServicePath logs what decides whether a clusterIP or floating IP reaches its backends: Octavia's view of
+// every load balancer's members and monitors, OVN's load balancers and service monitors, the datapath's flows
+// towards the VIPs, and the last lines of the provider's driver agent and of ovn-controller. Through the
+// outside, the outside path too.
+func dumpServicePath(t testing.TB, outside bool) {
+	t.Helper()
+	ctx := context.Background()
+	if lbs, err := env.os.LoadBalancing.ListLoadBalancers(ctx, nil); err == nil {
+		for _, lb := range lbs {
+			tree, err := env.os.LoadBalancing.LoadBalancerStatus(ctx, lb.ID)
+			t.Logf("octavia lb %s %s vip=%s provisioning=%s operating=%s members=%v monitors=%v (err %v)",
+				lb.ID, lb.Name, lb.VipAddress, lb.ProvisioningStatus, lb.OperatingStatus, tree.Members, tree.Monitors, err)
+		}
+	}
+	nb, sb := "--db="+env.vars["STACK_OVN_NB_TCP"], "--db="+env.vars["STACK_OVN_SB_TCP"]
+	logCmd(t, "ovn-nbctl", nb, "--timeout=10", "--columns=name,protocol,vips,health_check,ip_port_mappings,options", "list", "Load_Balancer")
+	logCmd(t, "ovn-nbctl", nb, "--timeout=10", "list", "Load_Balancer_Health_Check")
+	logCmd(t, "ovn-sbctl", sb, "--timeout=10", "--columns=ip,port,protocol,src_ip,logical_port,status", "list", "Service_Monitor")
+	logCmd(t, "ovs-appctl", "dpctl/dump-flows")
+	for _, name := range []string{"octavia-driver-agent", "ovn-controller", "ovn-northd"} {
+		t.Logf("==== %s log, last lines:\n%s", name, tail(filepath.Join(env.vars["STACK_DIR"], "logs", name+".log"), 25))
+	}
+	if outside {
+		dumpOutsidePath(t)
+	}
+}
+
+// logCmd runs a command with the stack's Open vSwitch and OVN run directories and logs its output.
+func logCmd(t testing.TB, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+env.vars["OVS_RUNDIR"], "OVN_RUNDIR="+env.vars["OVN_RUNDIR"])
+	out, err := cmd.CombinedOutput()
+	t.Logf("==== %s %s (err %v)\n%s", name, strings.Join(args, " "), err, out)
 }
 
 // setReady plays a readiness probe on a pod (the node stand-in reports it Ready or not).
@@ -175,6 +215,11 @@ func TestServicesCarryTraffic(t *testing.T) {
 	for _, proto := range []string{"tcp", "udp"} {
 		took = waitServedBy(t, client, proto, vip, rest)
 		t.Logf("%s: a Ready backend that stopped answering left the rotation after %.1f s", proto, took.Seconds())
+	}
+	// Every pool has its monitor: Octavia refused none of them. (Every UDP-CONNECT monitor was once refused, and
+	// this test mostly passed all the same: the backend usually left the UDP rotation too, a way not tracked down.)
+	if hasWarning(t, ns, "web", "") {
+		t.Fatalf("the Service has Warning events: %v", warnings(t, ns, "web"))
 	}
 	setServing(t, ns, backends[1], true)
 	for _, proto := range []string{"tcp", "udp"} {

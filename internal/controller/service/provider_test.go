@@ -177,7 +177,7 @@ func TestServiceHealthMonitors(t *testing.T) {
 		t.Run("on "+name+" every pool gets its monitor after the ports are served, and loses it when monitors are turned off", func(t *testing.T) {
 			w := newWorld(t, service(nil, three...), endpoints(three, []string{"10.244.0.5"}))
 			w.r.Provider = provider(t, name)
-			w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
+			w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, UDPConnectDelay: 3, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
 			w.o.PendingReads = 2
 			w.mustConverge(t)
 			lb := w.o.LoadBalancers()[0]
@@ -202,7 +202,7 @@ func TestServiceHealthMonitors(t *testing.T) {
 		w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
 		w.r.Provider = provider(t, "ovn")
 		w.r.Provider.MonitorSlowsMembers = true
-		w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
+		w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, UDPConnectDelay: 3, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
 		w.mustConverge(t)
 		before := w.o.Calls["DeleteMonitor"]
 		ready := []string{"10.244.0.6", "10.244.0.7", "10.244.0.8"}
@@ -219,7 +219,7 @@ func TestServiceHealthMonitors(t *testing.T) {
 	t.Run("a monitor the provider could not set up is a Warning that says what to do, and the ports stay served", func(t *testing.T) {
 		w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
 		w.r.Provider = provider(t, "ovn")
-		w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
+		w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, UDPConnectDelay: 3, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
 		w.o.MonitorsFail = true
 		w.mustConverge(t)
 		if ws := w.warnings(); !hasWarning(ws, "HealthMonitorFailed", "network:distributed") {

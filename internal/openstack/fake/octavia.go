@@ -563,6 +563,9 @@ func (o *Octavia) LoadBalancerStatus(_ context.Context, lbID string) (openstack.
 
 // CreateMonitor implements openstack.LoadBalancing: a pool has at most one health monitor, and the OVN
 // provider refuses the types it lacks.
+// UDPConnectMinDelay is the shortest delay Octavia accepts for a UDP-CONNECT monitor by default.
+const UDPConnectMinDelay = 3
+
 func (o *Octavia) CreateMonitor(_ context.Context, spec openstack.MonitorSpec) error {
 	const method = "CreateMonitor"
 	o.mu.Lock()
@@ -584,6 +587,11 @@ func (o *Octavia) CreateMonitor(_ context.Context, spec openstack.MonitorSpec) e
 	if s.lb.Provider == "ovn" && spec.Type != "TCP" && spec.Type != "UDP-CONNECT" {
 		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf(
 			"Provider 'ovn' does not support a requested option: OVN provider does not support %s health monitor type. Supported types: UDP-CONNECT, TCP", spec.Type))
+	}
+	if spec.Type == "UDP-CONNECT" && spec.Delay < UDPConnectMinDelay {
+		// Octavia's [api_settings] udp_connect_min_interval_health_monitor, at its default.
+		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf(
+			"Validation failure: The request delay value %d should be larger than %d for UDP-CONNECT health monitor type.", spec.Delay, UDPConnectMinDelay))
 	}
 	if spec.Delay < 1 || spec.Timeout < 1 || spec.Timeout > spec.Delay || spec.MaxRetries < 1 || spec.MaxRetries > 10 {
 		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input: delay %d, timeout %d, max_retries %d", spec.Delay, spec.Timeout, spec.MaxRetries))
