@@ -179,7 +179,8 @@ func rulesGrowth(t *testing.T, put func(string, float64)) {
 			From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "member"}}}},
 			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p80}},
 		}}}}
-	if _, err := env.kube.NetworkingV1().NetworkPolicies(grow).Create(ctx, member, metav1.CreateOptions{}); err != nil {
+	created, err := env.kube.NetworkingV1().NetworkPolicies(grow).Create(ctx, member, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	have := 0
@@ -196,7 +197,7 @@ func rulesGrowth(t *testing.T, put func(string, float64)) {
 				t.Fatal(err)
 			}
 		}
-		rules := waitPolicyMembers(t, grow, n)
+		rules := waitPolicyMembers(t, grow, string(created.UID), n)
 		put(fmt.Sprintf("rules.policy_rules_at_%d_pods", n), float64(rules))
 		t.Logf("%d selected pods, all members of the policy's peer group: the policy's group has %d rule(s)", n, rules)
 	}
@@ -215,9 +216,10 @@ func waitProbe(t testing.TB, through func() bool, want bool) time.Duration {
 	return 0
 }
 
-// waitPolicyMembers waits until n pods of ns have ports that carry the policy group and the peer group, and
-// returns the number of rules of the policy's group.
-func waitPolicyMembers(t testing.TB, ns string, n int) int {
+// waitPolicyMembers waits until n pods of ns have ports that carry the group of the policy whose UID is uid and
+// a peer group (the pods admit each other), and returns the number of rules of the policy's group. Other
+// policies' groups (the latency phase's, in its own namespace) are told apart by the UID.
+func waitPolicyMembers(t testing.TB, ns, uid string, n int) int {
 	t.Helper()
 	ctx := context.Background()
 	rules := 0
@@ -226,14 +228,15 @@ func waitPolicyMembers(t testing.TB, ns string, n int) int {
 		if err != nil {
 			return false, err
 		}
-		var np, peer string
+		var np string
+		peers := map[string]bool{}
 		for _, g := range groups {
 			o, _ := ownership.Parse(g.Tags)
 			switch {
-			case strings.HasPrefix(o.UID, "np-"):
+			case strings.HasPrefix(o.UID, "np-") && strings.Contains(o.UID, uid):
 				np, rules = g.ID, len(g.Rules)
 			case strings.HasPrefix(o.UID, "peer-"):
-				peer = g.ID
+				peers[g.ID] = true
 			}
 		}
 		ports, err := env.os.Networking.ListPorts(ctx, openstack.Filter{Tags: ownership.Selector(env.cluster, ownership.KindPod)})
@@ -256,7 +259,8 @@ func waitPolicyMembers(t testing.TB, ns string, n int) int {
 			if json.Unmarshal([]byte(p.Annotations["kuryr.org/neutron-port"]), &a) != nil {
 				continue
 			}
-			if gs := groupsOf[a.ID]; np != "" && peer != "" && slices.Contains(gs, np) && slices.Contains(gs, peer) {
+			gs := groupsOf[a.ID]
+			if np != "" && slices.Contains(gs, np) && slices.ContainsFunc(gs, func(g string) bool { return peers[g] }) {
 				in++
 			}
 		}
