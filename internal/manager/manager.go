@@ -181,7 +181,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		if err := r.SetupWithManager(mgr, min(o.Workers, 8), svcRepairs); err != nil {
 			return nil, err
 		}
-		sweeper.Extra = append(sweeper.Extra, service.Sweep(mgr.GetClient(), nm, clients.LoadBalancing, svcRepairs,
+		sweeper.Extra = append(sweeper.Extra, service.Sweep(mgr.GetClient(), nm, clients.LoadBalancing, prov, svcRepairs,
 			o.OrphanGracePeriod.Duration, func(kind string) { m.Swept.WithLabelValues(kind).Inc() }))
 	}
 	return sweeper, nil

@@ -2,6 +2,7 @@ package octavia
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/raven-net/raven/internal/openstack"
@@ -76,10 +77,34 @@ func Create(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, spe
 	return lb, refused, err
 }
 
-// Delete deletes a load balancer with everything on it. Gone already is fine, and so is busy (Octavia is
-// applying a change): the caller asks again later.
-func Delete(ctx context.Context, lbc openstack.LoadBalancing, id string) error {
-	if err := openstack.IgnoreNotFound(lbc.DeleteLoadBalancer(ctx, id)); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+// monitorsFirstLimit is the most monitored pools a load balancer may have for its monitors to go before it
+// (one request each); one with more is deleted whole at once, and takes the risk MonitorsFirst describes.
+const monitorsFirstLimit = 8
+
+// Delete takes a load balancer one step towards gone: with everything on it, in one request. On a provider
+// with MonitorsFirst, a load balancer with a few monitored pools first loses its monitors, one per call while
+// it is ACTIVE (one in ERROR goes whole). Gone already is fine, and so is busy (Octavia is applying a change):
+// the caller asks again until the load balancer is gone.
+func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb openstack.LoadBalancer) error {
+	if prov.MonitorsFirst && (lb.ProvisioningStatus == "ACTIVE" || lb.ProvisioningStatus == "PENDING_UPDATE") {
+		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
+		if err != nil {
+			return openstack.IgnoreNotFound(err)
+		}
+		if n := len(tree.Monitors); n > 0 && n <= monitorsFirstLimit {
+			if lb.ProvisioningStatus != "ACTIVE" {
+				return nil
+			}
+			first := slices.Min(slices.Collect(maps.Keys(tree.Monitors)))
+			return ignoreGoneOrBusy(lbc.DeleteMonitor(ctx, tree.Monitors[first].ID))
+		}
+	}
+	return ignoreGoneOrBusy(lbc.DeleteLoadBalancer(ctx, lb.ID))
+}
+
+// ignoreGoneOrBusy drops the errors of an object already gone or busy with another change.
+func ignoreGoneOrBusy(err error) error {
+	if err = openstack.IgnoreNotFound(err); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
 		return err
 	}
 	return nil

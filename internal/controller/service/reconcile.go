@@ -67,7 +67,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !controllerutil.ContainsFinalizer(&svc, annotations.ServiceFinalizer) {
 			return reconcile.Result{}, nil
 		}
-		done, err := Teardown(ctx, r.Neutron, r.LB, string(svc.UID))
+		done, err := Teardown(ctx, r.Neutron, r.LB, r.Provider, string(svc.UID))
 		if err != nil {
 			r.warn(&svc, "LoadBalancerDelete", "deleting the load balancer", err)
 			return reconcile.Result{}, err
@@ -353,7 +353,7 @@ func (r *Reconciler) pick(ctx context.Context, svc *corev1.Service, vip openstac
 			keep = lb
 			continue
 		}
-		if err := octavia.Delete(ctx, r.LB, lb.ID); err != nil {
+		if err := octavia.Delete(ctx, r.LB, r.Provider, *lb); err != nil {
 			return nil, deleting, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/octavia"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
 )
@@ -112,7 +113,7 @@ func TestServiceSweep(t *testing.T) {
 			}
 			repairs := make(chan event.GenericEvent, 10)
 			swept := 0
-			sweep := Sweep(reader, w.m, w.o, repairs, grace, func(string) { swept++ })
+			sweep := Sweep(reader, w.m, w.o, octavia.Provider{}, repairs, grace, func(string) { swept++ })
 			for range 1 + tc.pending + 1 {
 				if err := sweep(ctx, t0.Add(tc.after)); err != nil {
 					t.Fatal(err)
