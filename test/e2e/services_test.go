@@ -387,7 +387,8 @@ func hasWarning(t testing.TB, ns, name, reasonPrefix string) bool {
 	return false
 }
 
-// warnings lists the Warning events of the object name in ns, as "reason: note".
+// warnings lists Raven's Warning events about the object name in ns, as "reason: note" (not those of other
+// controllers: the apiserver's clusterIP repair loop, for one, warns about Services too).
 func warnings(t testing.TB, ns, name string) []string {
 	t.Helper()
 	evs, err := env.kube.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
@@ -396,7 +397,7 @@ func warnings(t testing.TB, ns, name string) []string {
 	}
 	var out []string
 	for _, e := range evs.Items {
-		if e.Type == corev1.EventTypeWarning && e.Regarding.Name == name {
+		if e.Type == corev1.EventTypeWarning && e.Regarding.Name == name && e.ReportingController == "raven" {
 			out = append(out, e.Reason+": "+e.Note)
 		}
 	}
