@@ -168,7 +168,6 @@ func standinAnnotate(t testing.TB, ns, pod, key string, on bool) {
 func TestServicesCarryTraffic(t *testing.T) {
 	needOVNProvider(t)
 	ensureRaven(t)
-	ctx := context.Background()
 	ns := newNamespace(t)
 	createServingPods(t, ns, "client")
 	createServingDeployment(t, ns, "web", 3)
@@ -231,8 +230,17 @@ func TestServicesCarryTraffic(t *testing.T) {
 	backends = readyPods(t, ns, "web", 1)
 	waitServedBy(t, client, "udp", vip, backends)
 
-	// Deleted: the load balancer, its VIP port and floating IP go, the clusterIP stops answering, the pods
-	// keep their ports.
+	checkServiceDeleted(t, ns, svc, client, backends[0])
+}
+
+// checkServiceDeleted deletes the Service svc of ns and checks that its load balancer, VIP port and floating
+// IP go, that its clusterIP stops answering from the namespace client, and that the pods that stay (the pod
+// "client", and backend, which still answers on its own address) keep their ports.
+func checkServiceDeleted(t *testing.T, ns string, svc *corev1.Service, client, backend string) {
+	t.Helper()
+	ctx := context.Background()
+	vip := net.JoinHostPort(svc.Spec.ClusterIP, "80")
+	backends := []string{backend}
 	lb := serviceLB(t, svc.UID)
 	if lb == nil {
 		t.Fatal("no load balancer before the deletion")
@@ -248,7 +256,7 @@ func TestServicesCarryTraffic(t *testing.T) {
 	if len(kept) != 2 {
 		t.Fatalf("ports of the remaining pods %v: want 2", kept)
 	}
-	if err := env.kube.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+	if err := env.kube.CoreV1().Services(ns).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Minute, "load balancer, VIP port and floating IP gone, and the clusterIP silent", func() (bool, error) {

@@ -198,29 +198,6 @@ func TestServiceHealthMonitors(t *testing.T) {
 			checkLoadBalancer(t, w)
 		})
 	}
-	for _, tc := range []struct {
-		provider     string
-		monitorsGone int // monitors deleted one by one before the load balancer
-	}{{"ovn", 3}, {"amphora", 0}} {
-		t.Run("a deleted Service on "+tc.provider+" loses its load balancer, its monitors first where the provider needs it", func(t *testing.T) {
-			w := newWorld(t, service(nil, three...), endpoints(three, []string{"10.244.0.5"}))
-			w.r.Provider = provider(t, tc.provider)
-			w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, UDPConnectDelay: 3, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
-			w.mustConverge(t)
-			podPorts := len(w.n.Ports)
-			if !w.r.Provider.MakesVIPPort {
-				podPorts-- // the VIP port Raven made
-			}
-			monitors := len(w.o.LoadBalancers()[0].Monitors)
-			deleteService(t, w)
-			w.mustConverge(t)
-			checkTornDown(t, w, podPorts)
-			if got := w.o.Calls["DeleteMonitor"]; got != tc.monitorsGone || w.o.Calls["DeleteLoadBalancer"] != 1 {
-				t.Fatalf("%d monitor deletes and %d load balancer deletes for %d monitors; want %d and 1",
-					got, w.o.Calls["DeleteLoadBalancer"], monitors, tc.monitorsGone)
-			}
-		})
-	}
 	t.Run("with MonitorSlowsMembers, many member changes under a monitor go without it, and the monitor comes back", func(t *testing.T) {
 		w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
 		w.r.Provider = provider(t, "ovn")
@@ -252,4 +229,31 @@ func TestServiceHealthMonitors(t *testing.T) {
 			t.Fatalf("served %v, want %v", got, want)
 		}
 	})
+}
+
+func TestServiceDeletedMonitorsFirst(t *testing.T) {
+	three := []svcPort{http, dns, metrics}
+	for _, tc := range []struct {
+		provider     string
+		monitorsGone int // monitors deleted one by one before the load balancer
+	}{{"ovn", 3}, {"amphora", 0}} {
+		t.Run("a deleted Service on "+tc.provider+" loses its load balancer, its monitors first where the provider needs it", func(t *testing.T) {
+			w := newWorld(t, service(nil, three...), endpoints(three, []string{"10.244.0.5"}))
+			w.r.Provider = provider(t, tc.provider)
+			w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, UDPConnectDelay: 3, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
+			w.mustConverge(t)
+			podPorts := len(w.n.Ports)
+			if !w.r.Provider.MakesVIPPort {
+				podPorts-- // the VIP port Raven made
+			}
+			monitors := len(w.o.LoadBalancers()[0].Monitors)
+			deleteService(t, w)
+			w.mustConverge(t)
+			checkTornDown(t, w, podPorts)
+			if got := w.o.Calls["DeleteMonitor"]; got != tc.monitorsGone || w.o.Calls["DeleteLoadBalancer"] != 1 {
+				t.Fatalf("%d monitor deletes and %d load balancer deletes for %d monitors; want %d and 1",
+					got, w.o.Calls["DeleteLoadBalancer"], monitors, tc.monitorsGone)
+			}
+		})
+	}
 }

@@ -561,11 +561,12 @@ func (o *Octavia) LoadBalancerStatus(_ context.Context, lbID string) (openstack.
 	return out, nil
 }
 
-// CreateMonitor implements openstack.LoadBalancing: a pool has at most one health monitor, and the OVN
-// provider refuses the types it lacks.
-// UDPConnectMinDelay is the shortest delay Octavia accepts for a UDP-CONNECT monitor by default.
+// UDPConnectMinDelay is the shortest delay Octavia accepts for a UDP-CONNECT monitor by default (its
+// [api_settings] udp_connect_min_interval_health_monitor).
 const UDPConnectMinDelay = 3
 
+// CreateMonitor implements openstack.LoadBalancing: a pool has at most one health monitor, and the OVN
+// provider refuses the types it lacks.
 func (o *Octavia) CreateMonitor(_ context.Context, spec openstack.MonitorSpec) error {
 	const method = "CreateMonitor"
 	o.mu.Lock()
@@ -584,17 +585,8 @@ func (o *Octavia) CreateMonitor(_ context.Context, spec openstack.MonitorSpec) e
 	if p.MonitorID != "" {
 		return StatusError(opOf[method], http.StatusConflict, fmt.Sprintf("Pool %s already has a health monitor", p.ID))
 	}
-	if s.lb.Provider == "ovn" && spec.Type != "TCP" && spec.Type != "UDP-CONNECT" {
-		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf(
-			"Provider 'ovn' does not support a requested option: OVN provider does not support %s health monitor type. Supported types: UDP-CONNECT, TCP", spec.Type))
-	}
-	if spec.Type == "UDP-CONNECT" && spec.Delay < UDPConnectMinDelay {
-		// Octavia's [api_settings] udp_connect_min_interval_health_monitor, at its default.
-		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf(
-			"Validation failure: The request delay value %d should be larger than %d for UDP-CONNECT health monitor type.", spec.Delay, UDPConnectMinDelay))
-	}
-	if spec.Delay < 1 || spec.Timeout < 1 || spec.Timeout > spec.Delay || spec.MaxRetries < 1 || spec.MaxRetries > 10 {
-		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input: delay %d, timeout %d, max_retries %d", spec.Delay, spec.Timeout, spec.MaxRetries))
+	if msg := monitorRefusal(s.lb.Provider, spec); msg != "" {
+		return StatusError(opOf[method], http.StatusBadRequest, msg)
 	}
 	p.MonitorID = o.id("healthmonitor")
 	status := "ACTIVE"
@@ -766,3 +758,16 @@ func copyPool(p openstack.Pool) openstack.Pool {
 }
 
 var _ openstack.LoadBalancing = (*Octavia)(nil)
+
+// monitorRefusal is why Octavia answers 400 to a monitor create on provider, or "".
+func monitorRefusal(provider string, spec openstack.MonitorSpec) string {
+	switch {
+	case provider == "ovn" && spec.Type != "TCP" && spec.Type != "UDP-CONNECT":
+		return fmt.Sprintf("Provider 'ovn' does not support a requested option: OVN provider does not support %s health monitor type. Supported types: UDP-CONNECT, TCP", spec.Type)
+	case spec.Type == "UDP-CONNECT" && spec.Delay < UDPConnectMinDelay:
+		return fmt.Sprintf("Validation failure: The request delay value %d should be larger than %d for UDP-CONNECT health monitor type.", spec.Delay, UDPConnectMinDelay)
+	case spec.Delay < 1 || spec.Timeout < 1 || spec.Timeout > spec.Delay || spec.MaxRetries < 1 || spec.MaxRetries > 10:
+		return fmt.Sprintf("Invalid input: delay %d, timeout %d, max_retries %d", spec.Delay, spec.Timeout, spec.MaxRetries)
+	}
+	return ""
+}
