@@ -240,15 +240,13 @@ func checkServiceDeleted(t *testing.T, ns string, svc *corev1.Service, client, b
 	t.Helper()
 	ctx := context.Background()
 	vip := net.JoinHostPort(svc.Spec.ClusterIP, "80")
-	backends := []string{backend}
 	lb := serviceLB(t, svc.UID)
 	if lb == nil {
 		t.Fatal("no load balancer before the deletion")
 	}
-	// The pods that stay (the client and the last backend) and their ports; the scaled-down pods' ports may
-	// still be on their way out, so only these are compared.
+	// Only the ports of the pods that stay are compared: the scaled-down pods' ports may still be going.
 	var kept []string
-	for _, name := range []string{"client", backends[0]} {
+	for _, name := range []string{"client", backend} {
 		if _, port := portAnnotation(t, ns, name); port != nil {
 			kept = append(kept, port.ID)
 		}
@@ -274,11 +272,11 @@ func checkServiceDeleted(t *testing.T, ns string, svc *corev1.Service, client, b
 		}
 	}
 	// The remaining backend still answers on its own address.
-	p, err := env.kube.CoreV1().Pods(ns).Get(ctx, backends[0], metav1.GetOptions{})
+	p, err := env.kube.CoreV1().Pods(ns).Get(ctx, backend, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectAnswer(t, client, "tcp", net.JoinHostPort(p.Status.PodIP, "80"), backends[0])
+	expectAnswer(t, client, "tcp", net.JoinHostPort(p.Status.PodIP, "80"), backend)
 }
 
 // A Service of type LoadBalancer is reached from the outside at its ingress IP.
