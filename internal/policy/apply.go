@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
@@ -52,23 +53,36 @@ func Create(ctx context.Context, n openstack.Networking, cluster string, g Group
 	} else if sg, err = n.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: name, Description: g.Description}); err != nil {
 		return openstack.SecurityGroup{}, err
 	}
-	if err := n.ReplaceTags(ctx, openstack.ResourceSecurityGroups, sg.ID, tags); err != nil {
-		return openstack.SecurityGroup{}, err
+	// The tags and the default rules' deletes are independent: all at once. No port carries the group yet, so
+	// the default rules admit nothing meanwhile.
+	errs := make([]error, len(sg.Rules)+1)
+	var wg sync.WaitGroup
+	wg.Go(func() { errs[0] = n.ReplaceTags(ctx, openstack.ResourceSecurityGroups, sg.ID, tags) })
+	for i, r := range sg.Rules {
+		wg.Go(func() { errs[i+1] = openstack.IgnoreNotFound(n.DeleteSecurityGroupRule(ctx, r.ID)) })
+	}
+	wg.Wait()
+	if errs[0] != nil {
+		return openstack.SecurityGroup{}, errs[0]
 	}
 	sg.Tags = tags
-	for _, r := range sg.Rules {
-		if err := openstack.IgnoreNotFound(n.DeleteSecurityGroupRule(ctx, r.ID)); err != nil {
-			return *sg, err
-		}
+	if err := errors.Join(errs[1:]...); err != nil {
+		return *sg, err
 	}
 	sg.Rules = nil
 	return *sg, nil
 }
 
-// Sync brings the rules of sg to want: the missing ones in one bulk request, the extra ones deleted one by
-// one. ids resolves the peer keys of want's rules; a rule whose peer has no group yet waits for the next sync.
-// It returns how many rules it created and deleted.
-func Sync(ctx context.Context, n openstack.Networking, sg openstack.SecurityGroup, want []Rule, ids map[string]string) (created, deleted int, err error) {
+// Plan is what bringing a group's rules in line takes: the rules to add and the IDs of the rules to delete.
+type Plan struct {
+	Group openstack.SecurityGroup
+	Add   []openstack.SecurityGroupRule
+	Stale []string
+}
+
+// PlanRules compares the rules of sg with want. ids resolves the peer keys of want's rules; a rule whose peer
+// has no group yet waits for the next sync.
+func PlanRules(sg openstack.SecurityGroup, want []Rule, ids map[string]string) Plan {
 	wanted := map[string]openstack.SecurityGroupRule{}
 	for _, r := range want {
 		x := openstack.SecurityGroupRule{SecurityGroupID: sg.ID, Direction: r.Direction, EtherType: "IPv4", Protocol: r.Protocol,
@@ -82,38 +96,48 @@ func Sync(ctx context.Context, n openstack.Networking, sg openstack.SecurityGrou
 		}
 		wanted[ruleKey(x)] = x
 	}
-	var stale []string
+	p := Plan{Group: sg}
 	for _, r := range sg.Rules {
 		k := ruleKey(r)
 		if _, ok := wanted[k]; ok {
 			delete(wanted, k)
 			continue
 		}
-		stale = append(stale, r.ID)
+		p.Stale = append(p.Stale, r.ID)
 	}
+	for _, r := range wanted {
+		p.Add = append(p.Add, r)
+	}
+	slices.SortFunc(p.Add, func(a, b openstack.SecurityGroupRule) int { return strings.Compare(ruleKey(a), ruleKey(b)) })
+	return p
+}
+
+// Apply deletes the stale rules one by one, then adds the missing ones in one bulk request. It returns how
+// many rules it created and deleted.
+func (p Plan) Apply(ctx context.Context, n openstack.Networking) (created, deleted int, err error) {
 	// Stale rules go first and whatever the creates meet: a rule the policy no longer has must not stay
 	// because a new one was refused.
 	var errs []error
-	for _, id := range stale {
+	for _, id := range p.Stale {
 		if err := openstack.IgnoreNotFound(n.DeleteSecurityGroupRule(ctx, id)); err != nil {
-			errs = append(errs, fmt.Errorf("deleting rule %s of security group %s: %w", id, sg.ID, err))
+			errs = append(errs, fmt.Errorf("deleting rule %s of security group %s: %w", id, p.Group.ID, err))
 			continue
 		}
 		deleted++
 	}
-	if len(wanted) > 0 {
-		var add []openstack.SecurityGroupRule
-		for _, r := range wanted {
-			add = append(add, r)
-		}
-		slices.SortFunc(add, func(a, b openstack.SecurityGroupRule) int { return strings.Compare(ruleKey(a), ruleKey(b)) })
-		if _, err := n.CreateSecurityGroupRules(ctx, add); err != nil {
-			errs = append(errs, fmt.Errorf("adding %d rules to security group %s: %w", len(add), sg.ID, err))
+	if len(p.Add) > 0 {
+		if _, err := n.CreateSecurityGroupRules(ctx, p.Add); err != nil {
+			errs = append(errs, fmt.Errorf("adding %d rules to security group %s: %w", len(p.Add), p.Group.ID, err))
 		} else {
-			created = len(add)
+			created = len(p.Add)
 		}
 	}
 	return created, deleted, errors.Join(errs...)
+}
+
+// Sync brings the rules of sg to want (PlanRules, then Apply).
+func Sync(ctx context.Context, n openstack.Networking, sg openstack.SecurityGroup, want []Rule, ids map[string]string) (created, deleted int, err error) {
+	return PlanRules(sg, want, ids).Apply(ctx, n)
 }
 
 // ruleKey identifies a rule by what it admits. Neutron may store "any address" as no prefix, and a port

@@ -65,24 +65,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	want := res.Groups
-	if err := r.addBaseGroups(ctx, want, len(nps.Items)); err != nil {
-		return reconcile.Result{}, err
-	}
-	have, extra, err := policy.Read(ctx, r.Neutron.N, r.Neutron.C.ID)
+	have, extra, err := r.readGroups(ctx, want, len(nps.Items))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	byPolicy := policiesByKey(nps.Items)
-	ids, pending := r.ensureGroups(ctx, want, have, byPolicy)
+	ids, pending := r.createGroups(ctx, want, have, byPolicy)
 	r.reportProblems(nps.Items, res)
 	r.publish(ids, want)
 	// Without policies and without groups there is nothing to enforce: the ports keep what they have.
 	enforce := len(nps.Items) > 0 || len(have) > 0 || len(extra) > 0
+	var changes []portChange
 	if enforce {
-		if err := r.setPortGroups(ctx, pods, res, ids); err != nil {
-			return reconcile.Result{}, err
-		}
+		changes = r.portChanges(pods, res, ids)
 	}
+	rulesPending, err := r.syncRulesAndPorts(ctx, want, have, ids, byPolicy, changes)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	pending = pending || rulesPending
 	for key, sg := range have {
 		if _, wanted := want[key]; !wanted {
 			extra = append(extra, sg)
@@ -149,10 +150,23 @@ func (r *Reconciler) addBaseGroups(ctx context.Context, want map[string]policy.G
 	return nil
 }
 
-// ensureGroups makes the groups of want that Neutron lacks (into have), then brings every group's rules in
-// line, a few requests at a time (each waits on Neutron's OVN transaction more than on Neutron itself). It
-// returns every group's ID by key, and whether something was refused (to be asked again).
-func (r *Reconciler) ensureGroups(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
+// readGroups reads the cluster's policy groups from Neutron and, at the same time, adds the base groups to
+// want (which asks Neutron for the health-check sources): two requests at once, not one after the other.
+func (r *Reconciler) readGroups(ctx context.Context, want map[string]policy.Group, policies int) (have map[string]openstack.SecurityGroup, extra []openstack.SecurityGroup, err error) {
+	var wg sync.WaitGroup
+	var baseErr error
+	wg.Go(func() { baseErr = r.addBaseGroups(ctx, want, policies) })
+	have, extra, err = policy.Read(ctx, r.Neutron.N, r.Neutron.C.ID)
+	wg.Wait()
+	if err = errors.Join(err, baseErr); err != nil {
+		return nil, nil, err
+	}
+	return have, extra, nil
+}
+
+// createGroups makes the groups of want that Neutron lacks (into have), a few requests at a time. It returns
+// every group's ID by key, and whether a create was refused (to be asked again).
+func (r *Reconciler) createGroups(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
 	byPolicy map[string]*networkingv1.NetworkPolicy) (ids map[string]string, pending bool) {
 	log := klog.FromContext(ctx)
 	ids = map[string]string{}
@@ -179,29 +193,67 @@ func (r *Reconciler) ensureGroups(ctx context.Context, want map[string]policy.Gr
 		log.V(2).Info("Created policy group", "group", key, "id", sg.ID)
 		have[key], ids[key] = sg, sg.ID
 	})
-	var present []string
+	return ids, pending
+}
+
+// syncRulesAndPorts brings every wanted group's rules in line and gives the ports their groups, both at
+// once, a few requests at a time each (each waits on Neutron's OVN transaction more than on Neutron itself).
+// A port update that would put a port into a group whose rules are being narrowed waits until they are, so
+// that no port is ever admitted by a rule on its way out; every other port update goes alongside the rules
+// (a port that joins a group before its new rules are in is refused a little longer, never admitted more).
+// It returns whether a rule change was refused (to be asked again).
+func (r *Reconciler) syncRulesAndPorts(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
+	ids map[string]string, byPolicy map[string]*networkingv1.NetworkPolicy, changes []portChange) (pending bool, err error) {
+	var plans []keyedPlan
+	narrowed := map[string]bool{}
 	for _, key := range slices.Sorted(maps.Keys(want)) {
-		if _, ok := have[key]; ok {
-			present = append(present, key)
+		if sg, ok := have[key]; ok {
+			p := policy.PlanRules(sg, want[key].Rules, ids)
+			plans = append(plans, keyedPlan{key: key, plan: p})
+			if len(p.Stale) > 0 {
+				narrowed[sg.ID] = true
+			}
 		}
 	}
-	parallel(present, func(key string) {
-		mu.Lock()
-		sg := have[key]
-		mu.Unlock()
-		added, removed, err := policy.Sync(ctx, r.Neutron.N, sg, want[key].Rules, ids)
+	var now, later []portChange
+	for _, c := range changes {
+		if c.joins(narrowed) {
+			later = append(later, c)
+		} else {
+			now = append(now, c)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { pending = r.applyPlans(ctx, plans, byPolicy) })
+	nowErr := r.updatePorts(ctx, now)
+	wg.Wait()
+	return pending, errors.Join(nowErr, r.updatePorts(ctx, later))
+}
+
+// keyedPlan is a group's rule plan and the group's key.
+type keyedPlan struct {
+	key  string
+	plan policy.Plan
+}
+
+// applyPlans applies the rule plans, a few at a time; true when one was refused.
+func (r *Reconciler) applyPlans(ctx context.Context, plans []keyedPlan, byPolicy map[string]*networkingv1.NetworkPolicy) (pending bool) {
+	log := klog.FromContext(ctx)
+	var mu sync.Mutex
+	parallel(plans, func(p keyedPlan) {
+		added, removed, err := p.plan.Apply(ctx, r.Neutron.N)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
-			r.warnGroup(ctx, byPolicy, key, "PolicyRules", "setting the rules of security group "+key, err)
+			r.warnGroup(ctx, byPolicy, p.key, "PolicyRules", "setting the rules of security group "+p.key, err)
 			pending = true
 			return
 		}
 		if added+removed > 0 {
-			log.V(2).Info("Updated policy group rules", "group", key, "added", added, "removed", removed)
+			log.V(2).Info("Updated policy group rules", "group", p.key, "added", added, "removed", removed)
 		}
 	})
-	return ids, pending
+	return pending
 }
 
 // reportProblems raises a Warning on each policy for what its translation could not express.
@@ -254,16 +306,27 @@ func portPods(items []corev1.Pod) []portPod {
 	return out
 }
 
-// setPortGroups gives every pod's port the groups it must carry, one port update for each port that
-// differs. A pod whose groups are not all made yet keeps its groups until they are.
-func (r *Reconciler) setPortGroups(ctx context.Context, pods []portPod, res policy.Result, ids map[string]string) error {
-	log := klog.FromContext(ctx)
-	type change struct {
-		pod  string
-		port openstack.Port
-		want []string
+// portChange is a port whose groups differ from the ones its pod must carry.
+type portChange struct {
+	pod  string
+	port openstack.Port
+	want []string
+}
+
+// joins says whether the change puts the port into one of groups (by ID).
+func (c portChange) joins(groups map[string]bool) bool {
+	for _, id := range c.want {
+		if groups[id] && !slices.Contains(c.port.SecurityGroups, id) {
+			return true
+		}
 	}
-	var changes []change
+	return false
+}
+
+// portChanges lists the ports whose groups differ from what their pods must carry. A pod whose groups are not
+// all made yet keeps its groups until they are.
+func (r *Reconciler) portChanges(pods []portPod, res policy.Result, ids map[string]string) []portChange {
+	var changes []portChange
 	for _, p := range pods {
 		want, ok := policy.SecurityGroups(res.Pods[p.pod.Key()], r.Neutron.C.PodSecurityGroups, ids)
 		if !ok {
@@ -271,13 +334,19 @@ func (r *Reconciler) setPortGroups(ctx context.Context, pods []portPod, res poli
 		}
 		for _, port := range r.Neutron.X.PortsOf(p.uid) {
 			if !slices.Equal(slices.Sorted(slices.Values(port.SecurityGroups)), want) {
-				changes = append(changes, change{pod: p.pod.Key(), port: port, want: want})
+				changes = append(changes, portChange{pod: p.pod.Key(), port: port, want: want})
 			}
 		}
 	}
+	return changes
+}
+
+// updatePorts gives each changed port its groups, one port update each, a few at a time.
+func (r *Reconciler) updatePorts(ctx context.Context, changes []portChange) error {
+	log := klog.FromContext(ctx)
 	var mu sync.Mutex
 	var errs []error
-	parallel(changes, func(c change) {
+	parallel(changes, func(c portChange) {
 		updated, err := r.Neutron.N.UpdatePort(ctx, c.port.ID, openstack.PortUpdate{SecurityGroups: &c.want})
 		if err != nil {
 			mu.Lock()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -308,5 +310,99 @@ func TestRefusedRuleDoesNotKeepTheOldOne(t *testing.T) {
 	}
 	if rules := w.policyGroups()["np-np1"].Rules; len(rules) != 0 {
 		t.Fatalf("rules %+v left after the new one was refused; want none (the old peer no longer admitted)", rules)
+	}
+}
+
+// ordered wraps Neutron to see the order of rule and port writes: rule creates wait (up to a bound) for a
+// port update to begin, and every rule delete and port update is recorded in order.
+type ordered struct {
+	openstack.Networking
+	mu        sync.Mutex
+	log       []string
+	portBegun chan struct{}
+	once      sync.Once
+	waited    bool // a rule create gave up waiting for a port update
+}
+
+func (o *ordered) record(s string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.log = append(o.log, s)
+}
+
+func (o *ordered) CreateSecurityGroupRules(ctx context.Context, rs []openstack.SecurityGroupRule) ([]openstack.SecurityGroupRule, error) {
+	select {
+	case <-o.portBegun:
+	case <-time.After(5 * time.Second):
+		o.mu.Lock()
+		o.waited = true
+		o.mu.Unlock()
+	}
+	return o.Networking.CreateSecurityGroupRules(ctx, rs)
+}
+
+func (o *ordered) DeleteSecurityGroupRule(ctx context.Context, id string) error {
+	o.record("delete-rule " + id)
+	return o.Networking.DeleteSecurityGroupRule(ctx, id)
+}
+
+func (o *ordered) UpdatePort(ctx context.Context, id string, u openstack.PortUpdate) (*openstack.Port, error) {
+	o.record("update-port " + id)
+	o.once.Do(func() { close(o.portBegun) })
+	return o.Networking.UpdatePort(ctx, id, u)
+}
+
+func TestRulesAndPortsGoTogether(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	w.addPod(t, "web", "web")
+	w.addPod(t, "client", "client")
+	w.addPod(t, "other", "other")
+	o := &ordered{Networking: w.np.Neutron.N, portBegun: make(chan struct{})}
+	w.np.Neutron.N = o
+
+	// A new policy: the ports take their new groups while the groups' rules are being added, not after.
+	if err := w.c.Create(ctx, webPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile(t)
+	if o.waited {
+		t.Fatalf("the rules of a new policy were added before any port update began (%v)", o.log)
+	}
+	w.expectGroups(t, "web", policy.BaseEgress, policy.BaseInfra, "np-np1")
+
+	// The policy narrowed (its rule replaced) while another pod joins it: that pod's port update waits
+	// until the old rule is gone.
+	old := w.policyGroups()["np-np1"].Rules[0].ID
+	np := webPolicy()
+	if err := w.c.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	port := intstr.FromInt32(9090)
+	np.Spec.Ingress[0].Ports[0].Port = &port
+	if err := w.c.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	other := &corev1.Pod{}
+	if err := w.c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "other"}, other); err != nil {
+		t.Fatal(err)
+	}
+	other.Labels["app"] = "web"
+	if err := w.c.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	o.mu.Lock()
+	o.log = nil
+	o.mu.Unlock()
+	w.reconcile(t)
+	w.expectGroups(t, "other", policy.BaseEgress, policy.BaseInfra, "np-np1")
+	deleted, joined := slices.Index(o.log, "delete-rule "+old), -1
+	for i, s := range o.log {
+		if strings.HasPrefix(s, "update-port ") && joined < 0 {
+			joined = i
+		}
+	}
+	if deleted < 0 || joined < 0 || joined < deleted {
+		t.Fatalf("writes %v: the joining port's update must follow the narrowed rule's delete", o.log)
 	}
 }
