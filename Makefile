@@ -66,7 +66,7 @@ bench-services: ## Service benchmark (STACK_CNI=1, ovn provider): 100 endpoints,
 
 .PHONY: bench-netpol
 bench-netpol: export STACK_CNI ?= 1
-bench-netpol: ## NetworkPolicy benchmark (STACK_CNI=1): rule by hand → enforced (the floor) beside policy created/deleted and pod labelled → enforced; Neutron rules of a policy at 10, 100, 200 pods (bench/results/netpol/).
+bench-netpol: ## NetworkPolicy benchmark (STACK_CNI=1): rule by hand → enforced (the floor) beside policy created/deleted and pod labelled → enforced; Neutron rules of a policy at 10, 100, 200, 300 pods (bench/results/netpol/).
 	@mkdir -p $(BIN) bench/results/netpol
 	$(call bench_run,TestBenchmarkNetworkPolicy,bench-netpol)
 
