@@ -156,9 +156,8 @@ func TestBenchmarkServices(t *testing.T) {
 	res["ports.ports"] = ports
 	t.Logf("%d ports: floor (one create by hand) all answered in %.1f s; Raven in %.1f s with %v Octavia calls; health monitors on every pool after %v s with %v calls",
 		ports, floorPortsS.Seconds(), answered.Seconds(), res["ports.raven_octavia_calls_to_all_answer"], res["ports.raven_monitored_s"], res["ports.raven_octavia_calls_to_monitored"])
+	writeResultsTo(t, out, res, nil) // before the delete: the figures are kept even if it fails
 	deleteServiceAndWait(t, ns, many)
-
-	writeResultsTo(t, out, res, nil)
 }
 
 // readyBackends waits for n Ready pods of the Deployment name and returns them by IP.
