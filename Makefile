@@ -53,7 +53,7 @@ bench: ## Benchmark on the real stack (control plane, STACK_CNI=0): its own floo
 .PHONY: bench-node
 # The node benchmark needs the node side: a stack it starts itself has it.
 bench-node: export STACK_CNI ?= 1
-bench-node: ## Node benchmark (STACK_CNI=1): created → answered with pools off and warm, beside Neutron's and the plug's floors; CPU and RSS per node component (bench/results/node/).
+bench-node: ## Node benchmark (STACK_CNI=1): created → answered with pools off, warm, and warm per node, beside Neutron's and the plug's floors; CPU and RSS per node component (bench/results/node/).
 	@mkdir -p $(BIN) bench/results/node
 	$(call bench_run,TestBenchmarkNode,bench-node)
 

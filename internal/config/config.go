@@ -123,6 +123,10 @@ type Pools struct {
 	// IdleAfter: a namespace where no pod took a port for this long has its free ports deleted. A pool
 	// fills only once pods are being created in its namespace.
 	IdleAfter Duration `json:"idleAfter"`
+	// PerNode keeps a pool per node × namespace with ports bound to the node in advance: a pod takes one
+	// with one tag request and no port update. Without it, pools are per namespace and unbound, and a take
+	// binds the port (one port update, as costly as a create under ML2/OVN).
+	PerNode bool `json:"perNode"`
 }
 
 // Namespaces chooses the namespaces Raven gives networks to; every other one is served.

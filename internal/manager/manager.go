@@ -108,7 +108,7 @@ func neutronManager(o config.Options, clients *openstack.Clients) *neutron.Manag
 	nm.B = &neutron.Batcher{N: clients.Networking, Max: 50, InFlight: 2, Created: func(p openstack.Port) { nm.X.PutPort(o.ClusterID, p) }}
 	if o.Pools.Enabled {
 		nm.P = &neutron.Pools{M: nm, Cfg: neutron.PoolConfig{MinFree: o.Pools.MinFree, Batch: o.Pools.Batch, Max: o.Pools.Max, Recycle: o.Pools.Recycle,
-			IdleAfter: o.Pools.IdleAfter.Duration}}
+			IdleAfter: o.Pools.IdleAfter.Duration, PerNode: o.Pools.PerNode}}
 		crmetrics.Registry.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raven_port_pool_free_ports", Help: "Ready ports waiting in the pools, all namespaces."},
 				func() float64 { return float64(nm.X.FreeTotal()) }),

@@ -3,6 +3,7 @@ package neutron
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -351,23 +352,7 @@ func (x *Index) putLocked(cluster string, p openstack.Port) {
 	if !ok || o.Cluster != cluster {
 		return
 	}
-	if c, ok := x.claims[p.ID]; ok {
-		if o.Kind == ownership.KindPool && p.DeviceID == c.owner.UID {
-			c.recorded = true // Neutron shows the claim; only the tags are missing
-			x.claims[p.ID] = c
-		}
-		p = applyClaim(p, c.owner, c.name)
-	} else if o.Kind == ownership.KindPool && p.DeviceID != "" {
-		// Claimed in Neutron by a pod (device_id) whose tags never followed (Raven stopped, or Neutron
-		// kept failing): the port is that pod's.
-		c := claimed{owner: ownership.Owner{Cluster: cluster, Kind: ownership.KindPod, UID: p.DeviceID, Name: o.Name + "/" + p.Name},
-			name: p.Name, recorded: true}
-		if x.claims == nil {
-			x.claims = map[string]claimed{}
-		}
-		x.claims[p.ID] = c
-		p = applyClaim(p, c.owner, c.name)
-	}
+	p = x.applyClaimLocked(cluster, p, o)
 	o, _ = ownership.Parse(p.Tags)
 	switch {
 	case (o.Kind == ownership.KindPod || o.Kind == ownership.KindService) && o.UID != "":
@@ -375,8 +360,44 @@ func (x *Index) putLocked(cluster string, p openstack.Port) {
 		x.byUID[o.UID] = append(x.byUID[o.UID], p.ID)
 	case o.Kind == ownership.KindPool:
 		x.ports[p.ID] = p
-		x.byPool[p.NetworkID] = append(x.byPool[p.NetworkID], p.ID)
+		k := poolKey(p.NetworkID, p.HostID)
+		x.byPool[k] = append(x.byPool[k], p.ID)
 	}
+}
+
+// applyClaimLocked returns p as its claim makes it (the pod's, in name, device_id and tags), updating what
+// Neutron shows of a claim in memory, or finding a claim Neutron holds that this process never made.
+func (x *Index) applyClaimLocked(cluster string, p openstack.Port, o ownership.Owner) openstack.Port {
+	if x.claims == nil {
+		x.claims = map[string]claimed{}
+	}
+	if c, ok := x.claims[p.ID]; ok {
+		switch {
+		case o.Kind == ownership.KindPool && p.DeviceID == c.owner.UID:
+			c.recorded = true // Neutron shows the claim; only the tags are missing
+		case o.Kind == ownership.KindPod && o.UID == c.owner.UID:
+			c.tagged = true // Neutron shows the claim by its tags; only name and device_id are missing
+		}
+		x.claims[p.ID] = c
+		return applyClaim(p, c.owner, c.name)
+	}
+	switch {
+	case o.Kind == ownership.KindPod && o.UID != "" && p.DeviceID == "" && p.Name == PoolPortName:
+		// A pool port bound in advance, claimed by its pod's tags, whose name and device_id never followed:
+		// they are finished in the background.
+		_, name, _ := strings.Cut(o.Name, "/")
+		c := claimed{owner: o, name: name, tagged: true}
+		x.claims[p.ID] = c
+		return applyClaim(p, c.owner, c.name)
+	case o.Kind == ownership.KindPool && p.DeviceID != "":
+		// Claimed in Neutron by a pod (device_id) whose tags never followed (Raven stopped, or Neutron
+		// kept failing): the port is that pod's.
+		c := claimed{owner: ownership.Owner{Cluster: cluster, Kind: ownership.KindPod, UID: p.DeviceID, Name: o.Name + "/" + p.Name},
+			name: p.Name, recorded: true}
+		x.claims[p.ID] = c
+		return applyClaim(p, c.owner, c.name)
+	}
+	return p
 }
 
 // DropPort forgets a port, and any claim on it.
@@ -406,9 +427,10 @@ func (x *Index) dropLocked(id string) {
 			delete(x.byUID, o.UID)
 		}
 	}
-	x.byPool[p.NetworkID] = slices.DeleteFunc(x.byPool[p.NetworkID], func(s string) bool { return s == id })
-	if len(x.byPool[p.NetworkID]) == 0 {
-		delete(x.byPool, p.NetworkID)
+	k := poolKey(p.NetworkID, p.HostID)
+	x.byPool[k] = slices.DeleteFunc(x.byPool[k], func(s string) bool { return s == id })
+	if len(x.byPool[k]) == 0 {
+		delete(x.byPool, k)
 	}
 }
 
@@ -418,30 +440,47 @@ type Port = openstack.Port
 // FixedIP is openstack.FixedIP, re-exported for the same reason.
 type FixedIP = openstack.FixedIP
 
-// FreeIn counts the free pool ports of a network.
-func (x *Index) FreeIn(networkID string) int {
+// poolKey names a pool: a network's free ports bound to host ("": unbound).
+func poolKey(networkID, host string) string { return networkID + "|" + host }
+
+// FreeIn counts the free pool ports of a network that are bound to host ("": the unbound ones).
+func (x *Index) FreeIn(networkID, host string) int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return len(x.byPool[networkID])
+	return len(x.byPool[poolKey(networkID, host)])
 }
 
-// Claim moves a free pool port of the network to the owner, in memory only, and returns the port as it
-// will look once Neutron is told. The claim survives Replace until Confirm.
-func (x *Index) Claim(networkID string, owner ownership.Owner, name string) (openstack.Port, bool) {
+// PoolHosts lists the hosts that hold free ports of the network ("" for unbound ones).
+func (x *Index) PoolHosts(networkID string) []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []string
+	for k, ids := range x.byPool {
+		if net, host, _ := strings.Cut(k, "|"); net == networkID && len(ids) > 0 {
+			out = append(out, host)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Claim moves a free pool port of the network bound to host ("": an unbound one) to the owner, in memory
+// only, and returns the port as it will look once Neutron is told. The claim survives Replace until Confirm.
+func (x *Index) Claim(networkID, host string, owner ownership.Owner, name string) (openstack.Port, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	ids := x.byPool[networkID]
+	ids := x.byPool[poolKey(networkID, host)]
 	if len(ids) == 0 {
 		return openstack.Port{}, false
 	}
 	return x.claimLocked(ids[0], owner, name), true
 }
 
-// TakeFree takes one free port out of the network's pool (to delete it); false when none is left.
-func (x *Index) TakeFree(networkID string) (openstack.Port, bool) {
+// TakeFree takes one free port out of the network's pool for host (to delete it); false when none is left.
+func (x *Index) TakeFree(networkID, host string) (openstack.Port, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	ids := x.byPool[networkID]
+	ids := x.byPool[poolKey(networkID, host)]
 	if len(ids) == 0 {
 		return openstack.Port{}, false
 	}
@@ -470,13 +509,14 @@ func (x *Index) Unclaim(portID string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	c, ok := x.claims[portID]
-	if !ok || c.recorded {
+	if !ok || c.recorded || c.tagged {
 		return
 	}
 	delete(x.claims, portID)
 	x.dropLocked(portID)
 	x.ports[portID] = c.free
-	x.byPool[c.free.NetworkID] = append(x.byPool[c.free.NetworkID], portID)
+	k := poolKey(c.free.NetworkID, c.free.HostID)
+	x.byPool[k] = append(x.byPool[k], portID)
 	x.touch(portID)
 }
 
@@ -503,17 +543,30 @@ func (x *Index) PutClaimed(cluster string, p openstack.Port) openstack.Port {
 	return x.ports[p.ID]
 }
 
-// Claims returns the claims Neutron records (device_id) but whose pod's tags it does not show yet.
+// Claims returns the claims Neutron records but does not show whole yet: by device_id without the pod's
+// tags, or by the pod's tags without its name and device_id (Tagged).
 func (x *Index) Claims() []Claim {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	out := make([]Claim, 0, len(x.claims))
 	for id, c := range x.claims {
-		if c.recorded {
-			out = append(out, Claim{PortID: id, Owner: c.owner})
+		if c.recorded || c.tagged {
+			out = append(out, Claim{PortID: id, Owner: c.owner, Name: c.name, Tagged: c.tagged})
 		}
 	}
 	return out
+}
+
+// MarkTagged records that Neutron shows the claim of a port by its pod's tags (a pool port bound in advance,
+// claimed without a port update): the port is the pod's, its name and device_id are still the pool's.
+func (x *Index) MarkTagged(portID string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if c, ok := x.claims[portID]; ok {
+		c.tagged = true
+		x.claims[portID] = c
+		x.touch(portID)
+	}
 }
 
 // Confirm forgets a claim once Neutron shows it (or the port is gone). The touch keeps a listing that
@@ -540,6 +593,8 @@ type claimed struct {
 	free openstack.Port
 	// recorded says Neutron shows the claim (the pod's UID as device_id).
 	recorded bool
+	// tagged says Neutron shows the claim by the pod's tags (name and device_id still the pool's).
+	tagged bool
 }
 
 func applyClaim(p openstack.Port, owner ownership.Owner, name string) openstack.Port {

@@ -46,21 +46,21 @@ func TestReplaceKeepsChangesMadeWhileListing(t *testing.T) {
 		},
 		{
 			name:   "a pool port claimed before the listing stays claimed while Neutron still shows it free",
-			before: func(x *Index) { x.PutPort("c", pool("p1")); x.Claim("n", owner, "pod") },
+			before: func(x *Index) { x.PutPort("c", pool("p1")); x.Claim("n", "", owner, "pod") },
 			listed: []openstack.Port{pool("p1")},
 			check: func(t *testing.T, x *Index) {
-				if x.FreeIn("n") != 0 || len(x.PortsOf("u-claim")) != 1 {
+				if x.FreeIn("n", "") != 0 || len(x.PortsOf("u-claim")) != 1 {
 					t.Fatal("a claimed port went back to the pool: it could be given twice")
 				}
 			},
 		},
 		{
 			name:   "a claim confirmed while listing stays with its pod",
-			before: func(x *Index) { x.PutPort("c", pool("p1")); x.Claim("n", owner, "pod") },
+			before: func(x *Index) { x.PutPort("c", pool("p1")); x.Claim("n", "", owner, "pod") },
 			during: func(x *Index) { x.Confirm("p1") },
 			listed: []openstack.Port{pool("p1")},
 			check: func(t *testing.T, x *Index) {
-				if x.FreeIn("n") != 0 || len(x.PortsOf("u-claim")) != 1 {
+				if x.FreeIn("n", "") != 0 || len(x.PortsOf("u-claim")) != 1 {
 					t.Fatal("a confirmed claim was undone by an older listing")
 				}
 			},

@@ -306,8 +306,8 @@ func TestReleaseRecyclesIntoThePool(t *testing.T) {
 			if o, _ := ownership.Parse(got.Tags); o.Kind != ownership.KindPool || got.Name != PoolPortName || got.DeviceID != "" {
 				t.Fatalf("recycled port = %+v, want a free pool port", got)
 			}
-			if m.X.FreeIn(nn.Network.ID) != 1 {
-				t.Fatalf("free ports in the index = %d, want 1", m.X.FreeIn(nn.Network.ID))
+			if m.X.FreeIn(nn.Network.ID, "") != 1 {
+				t.Fatalf("free ports in the index = %d, want 1", m.X.FreeIn(nn.Network.ID, ""))
 			}
 			if n.Calls["DeletePort"] != 0 {
 				t.Fatal("a recycled port must not be deleted")
@@ -357,7 +357,7 @@ func TestRecyclingStopsAtMax(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if free := m.X.FreeIn(nn.Network.ID); free != 2 {
+	if free := m.X.FreeIn(nn.Network.ID, ""); free != 2 {
 		t.Errorf("%d free ports after 6 releases into a pool of at most 2, want 2", free)
 	}
 	if n.Calls["DeletePort"] != 4 {

@@ -2,6 +2,8 @@ package neutron
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,32 +27,46 @@ type PoolConfig struct {
 	Recycle bool
 	// IdleAfter: a namespace where no pod took a port for this long gives its free ports back (0: never).
 	IdleAfter time.Duration
+	// PerNode keeps a pool per node × namespace whose ports are bound to the node in advance
+	// (binding:host_id), and fills it only where pods are being created. A pod then takes a port with one tag
+	// request on its critical path, and no port update: under ML2/OVN a binding update costs as much as a
+	// create. Without PerNode, pools are per namespace, unbound, and a pod's take binds the port.
+	PerNode bool
 }
 
 // PoolPortName is the name of a port waiting in a pool.
 const PoolPortName = "raven-pool"
 
-// Pools keeps ready ports per namespace network, so that a new pod takes one without waiting for a port
-// create: only one port update (its node, its name and its UID as device_id, in one call) and the
-// annotation lie on its critical path. Pool ports are unbound and tagged raven.kind=pool; they belong to
-// a namespace, not to a node, so a cluster holds namespaces × MinFree idle ports, not nodes × namespaces.
-// Neutron records the claim (device_id) before the pod is annotated; the pod's tags follow in the
-// background. Until they do, the index treats a pool-tagged port with a device_id as that pod's, and every
-// resync offers such a claim to the workers again, so no claim is lost to a crash, a full queue or a
-// Neutron that keeps failing.
+// Pools keeps ready ports per namespace network (and per node with PerNode), so that a new pod takes one
+// without waiting for a port create. Pool ports are tagged raven.kind=pool.
+//
+// Unbound pools (the default) belong to a namespace, not to a node, so a cluster holds namespaces × MinFree
+// idle ports; one port update (its node, its name and its UID as device_id, in one call) and the annotation
+// lie on a pod's critical path. Neutron records the claim (device_id) before the pod is annotated; the pod's
+// tags follow in the background. Until they do, the index treats a pool-tagged port with a device_id as that
+// pod's.
+//
+// Pools per node (PerNode) hold ports bound to their node in advance. A pod's take replaces the port's tags
+// with its own (one tag request, no port update) before the pod is annotated; its name and device_id follow
+// in the background. Until they do, the index treats a pod-tagged port named as a pool port as that pod's,
+// unfinished claim.
+//
+// Either way every resync offers unfinished claims to the workers again, so no claim is lost to a crash, a
+// full queue or a Neutron that keeps failing.
 type Pools struct {
 	M   *Manager
 	Cfg PoolConfig
 
 	mu       sync.Mutex
 	lastTake time.Time
-	// takenAt is when a pod last asked for a port on each network: pools fill only where pods are created.
+	// takenAt is when a pod last asked for a port of each pool (by poolKey): pools fill only where pods are
+	// created. refilling, shrinking and returning are by poolKey too; closed is by network.
 	takenAt   map[string]time.Time
 	shrinking map[string]bool
 	started   time.Time
 	refilling map[string]bool
 	closed    map[string]bool
-	returning map[string]int // recycled ports on their way back, by network
+	returning map[string]int // recycled ports on their way back
 	// pending are the claims whose tags Neutron does not show yet, by port ID, with the time each is due.
 	pending map[string]pendingClaim
 	wake    chan struct{}
@@ -124,15 +140,25 @@ func (p *Pools) next() (c Claim, ok bool, wait time.Duration) {
 // is recorded in Neutron (name, device_id and the pod's node) before Take returns. When Neutron refuses the
 // claim the port stays in the pool; when the outcome is unknown it leaves the pool until the next listing.
 func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ownership.Owner) (openstack.Port, bool, error) {
-	port, ok := p.M.X.Claim(nn.Network.ID, owner, pod.Name)
+	host := ""
+	if p.Cfg.PerNode {
+		if pod.Node == "" {
+			return openstack.Port{}, false, nil // not scheduled yet: no node's pool to take from
+		}
+		host = pod.Node
+	}
+	port, ok := p.M.X.Claim(nn.Network.ID, host, owner, pod.Name)
 	p.mu.Lock()
 	p.init()
 	p.lastTake = time.Now()
-	p.takenAt[nn.Network.ID] = p.lastTake
+	p.takenAt[poolKey(nn.Network.ID, host)] = p.lastTake
 	p.mu.Unlock()
-	p.Kick(nn)
+	p.Kick(nn, host)
 	if !ok {
 		return port, false, nil
+	}
+	if host != "" && port.HostID == host && sameGroups(port.SecurityGroups, pod.SecurityGroups) {
+		return p.takeBound(ctx, port, owner)
 	}
 	u := openstack.PortUpdate{Name: &pod.Name, DeviceID: &pod.UID}
 	if pod.Node != "" {
@@ -157,6 +183,22 @@ func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ow
 	return claimed, true, nil
 }
 
+// takeBound claims a port bound to the pod's node already, with the pod's groups, by replacing its tags
+// with the pod's: one tag request, no port update. Name and device_id follow in the background.
+func (p *Pools) takeBound(ctx context.Context, port openstack.Port, owner ownership.Owner) (openstack.Port, bool, error) {
+	if err := p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, port.ID, owner.Tags()); err != nil {
+		if refused(err) {
+			p.M.X.Unclaim(port.ID)
+		} else {
+			p.M.X.Forget(port.ID) // Neutron may hold the new tags: nobody takes the port until a listing says
+		}
+		return openstack.Port{}, false, err
+	}
+	p.M.X.MarkTagged(port.ID)
+	p.enqueue(Claim{PortID: port.ID, Owner: owner, Name: port.Name, Tagged: true})
+	return port, true, nil
+}
+
 // refused says Neutron answered that it did not apply a change (as opposed to an error that leaves the
 // outcome unknown).
 func refused(err error) bool {
@@ -168,10 +210,13 @@ func refused(err error) bool {
 	return false
 }
 
-// Claim is a pool port whose pod's tags Neutron does not show yet.
+// Claim is a pool port whose claim Neutron does not show whole yet: the pod's tags are missing, or (Tagged)
+// its name (Name) and device_id are.
 type Claim struct {
 	PortID string
 	Owner  ownership.Owner
+	Name   string
+	Tagged bool
 	tries  int
 }
 
@@ -222,8 +267,8 @@ func (p *Pools) yield(ctx context.Context, limit time.Duration) {
 	}
 }
 
-// complete gives the claimed port its pod's tags. A failure puts the claim back, due later; it is never
-// dropped.
+// complete gives the claimed port its pod's tags, or, for a port claimed by its tags, its pod's name and
+// device_id. A failure puts the claim back, due later; it is never dropped.
 func (p *Pools) complete(ctx context.Context, c Claim) {
 	// A short yield: until this call, the pod's port shows in Neutron as a pool port, and a slow Neutron
 	// keeps pods' creates in flight for minutes during a burst.
@@ -231,7 +276,12 @@ func (p *Pools) complete(ctx context.Context, c Claim) {
 	if !p.M.X.Claimed(c.PortID) {
 		return // confirmed meanwhile, or the port is gone
 	}
-	err := p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, c.PortID, c.Owner.Tags())
+	var err error
+	if c.Tagged {
+		_, err = p.M.N.UpdatePort(ctx, c.PortID, openstack.PortUpdate{Name: &c.Name, DeviceID: &c.Owner.UID})
+	} else {
+		err = p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, c.PortID, c.Owner.Tags())
+	}
 	switch {
 	case err == nil, openstack.IsNotFound(err): // tagged, or the pod went and its port with it
 		p.M.X.Confirm(c.PortID)
@@ -249,31 +299,41 @@ func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Po
 	if !p.Cfg.Recycle || nn == nil || nn.Network.ID != port.NetworkID || p.M.X.Claimed(port.ID) {
 		return false, nil
 	}
+	// A port of a node's pool goes back to that node's pool, still bound; an unbound pool takes it unbound.
+	host := ""
+	if p.Cfg.PerNode {
+		host = port.HostID
+	}
+	key := poolKey(nn.Network.ID, host)
 	// Reserve a place first: several workers recycle at once, and the pool must not grow past Max.
 	p.mu.Lock()
-	if p.closed[nn.Network.ID] || p.M.X.FreeIn(nn.Network.ID)+p.returning[nn.Network.ID] >= p.Cfg.Max {
+	if p.closed[nn.Network.ID] || p.M.X.FreeIn(nn.Network.ID, host)+p.returning[key] >= p.Cfg.Max {
 		p.mu.Unlock()
 		return false, nil
 	}
 	if p.returning == nil {
 		p.returning = map[string]int{}
 	}
-	p.returning[nn.Network.ID]++
+	p.returning[key]++
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
-		if p.returning[nn.Network.ID]--; p.returning[nn.Network.ID] == 0 {
-			delete(p.returning, nn.Network.ID)
+		if p.returning[key]--; p.returning[key] == 0 {
+			delete(p.returning, key)
 		}
 		p.mu.Unlock()
 	}()
 	// Detach first, tag last: until the tags say pool, nobody can take the port, so no write of this
 	// function lands after a new owner's. A crash in between leaves a detached port of a gone pod, which
 	// the sweep releases.
-	name, dev, host := PoolPortName, "", ""
+	name, dev := PoolPortName, ""
 	// A recycled port leaves its pod's NetworkPolicy groups behind: the pool hands out ports with the pod groups.
 	groups := p.M.C.PodSecurityGroups
-	updated, err := p.M.N.UpdatePort(ctx, port.ID, openstack.PortUpdate{Name: &name, DeviceID: &dev, HostID: &host, SecurityGroups: &groups})
+	u := openstack.PortUpdate{Name: &name, DeviceID: &dev, SecurityGroups: &groups}
+	if host == "" {
+		u.HostID = &host // unbound pools take it unbound
+	}
+	updated, err := p.M.N.UpdatePort(ctx, port.ID, u)
 	if err != nil {
 		return false, err
 	}
@@ -286,58 +346,79 @@ func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Po
 	return true, nil
 }
 
-// Kick refills the network's pool in the background when it runs low.
-func (p *Pools) Kick(nn *NamespaceNet) {
+// Kick refills the network's pool for host ("": the unbound one) in the background when it runs low.
+func (p *Pools) Kick(nn *NamespaceNet, host string) {
 	if nn == nil || nn.Subnet == nil {
 		return
 	}
+	key := poolKey(nn.Network.ID, host)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// Pool ports must carry their tags from the first moment (a free port without them would be nobody's):
 	// without tags on create, there are no pools.
-	if p.ctx == nil || !p.M.C.Caps.TagsOnPortCreate || p.refilling[nn.Network.ID] || p.closed[nn.Network.ID] ||
-		p.M.X.FreeIn(nn.Network.ID) >= p.Cfg.MinFree {
+	if p.ctx == nil || !p.M.C.Caps.TagsOnPortCreate || p.refilling[key] || p.closed[nn.Network.ID] ||
+		p.M.X.FreeIn(nn.Network.ID, host) >= p.Cfg.MinFree {
 		return
 	}
-	p.refilling[nn.Network.ID] = true
-	go p.refill(p.ctx, *nn)
+	p.refilling[key] = true
+	go p.refill(p.ctx, *nn, host)
 }
 
-// Tend runs with every resync: pools where pods were created lately are topped up; a pool whose namespace
-// has been idle for IdleAfter (counted from Raven's start when no pod came since) gives its free ports back.
+// Tend runs with every resync: pools where pods were created lately are topped up; a pool where no pod
+// took a port for IdleAfter (counted from Raven's start when no pod came since) gives its free ports back.
 func (p *Pools) Tend(ctx context.Context, nets []NamespaceNet, now time.Time) {
 	for i := range nets {
 		nn := &nets[i]
-		p.mu.Lock()
-		p.init()
-		taken, ok := p.takenAt[nn.Network.ID]
-		if !ok {
-			taken = p.started // no pod since Raven started: the pool is as old as this process
-		}
-		idle := p.Cfg.IdleAfter > 0 && now.Sub(taken) >= p.Cfg.IdleAfter
-		busy := p.refilling[nn.Network.ID] || p.shrinking[nn.Network.ID]
-		if idle && !busy && p.M.X.FreeIn(nn.Network.ID) > 0 {
-			p.shrinking[nn.Network.ID] = true
-			go p.shrink(ctx, *nn)
-		}
-		p.mu.Unlock()
-		if !idle {
-			p.Kick(nn)
+		for _, host := range p.hostsOf(nn.Network.ID) {
+			p.tend(ctx, nn, host, now)
 		}
 	}
 }
 
-// shrink deletes the free ports of an idle namespace's pool. Each is taken out of the pool first, so that
-// no pod can be handed a port being deleted.
-func (p *Pools) shrink(ctx context.Context, nn NamespaceNet) {
+// hostsOf lists the pools of a network: those that hold free ports, and those pods took from.
+func (p *Pools) hostsOf(networkID string) []string {
+	hosts := p.M.X.PoolHosts(networkID)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.takenAt {
+		if net, host, _ := strings.Cut(k, "|"); net == networkID && !slices.Contains(hosts, host) {
+			hosts = append(hosts, host)
+		}
+	}
+	return hosts
+}
+
+func (p *Pools) tend(ctx context.Context, nn *NamespaceNet, host string, now time.Time) {
+	key := poolKey(nn.Network.ID, host)
+	p.mu.Lock()
+	p.init()
+	taken, ok := p.takenAt[key]
+	if !ok {
+		taken = p.started // no pod since Raven started: the pool is as old as this process
+	}
+	idle := p.Cfg.IdleAfter > 0 && now.Sub(taken) >= p.Cfg.IdleAfter
+	busy := p.refilling[key] || p.shrinking[key]
+	if idle && !busy && p.M.X.FreeIn(nn.Network.ID, host) > 0 {
+		p.shrinking[key] = true
+		go p.shrink(ctx, *nn, host)
+	}
+	p.mu.Unlock()
+	if !idle {
+		p.Kick(nn, host)
+	}
+}
+
+// shrink deletes the free ports of an idle pool. Each is taken out of the pool first, so that no pod can be
+// handed a port being deleted.
+func (p *Pools) shrink(ctx context.Context, nn NamespaceNet, host string) {
 	defer func() {
 		p.mu.Lock()
-		delete(p.shrinking, nn.Network.ID)
+		delete(p.shrinking, poolKey(nn.Network.ID, host))
 		p.mu.Unlock()
 	}()
 	n := 0
 	for ctx.Err() == nil {
-		port, ok := p.M.X.TakeFree(nn.Network.ID)
+		port, ok := p.M.X.TakeFree(nn.Network.ID, host)
 		if !ok {
 			break
 		}
@@ -349,7 +430,7 @@ func (p *Pools) shrink(ctx context.Context, nn NamespaceNet) {
 		p.M.X.DropPort(port.ID)
 		n++
 	}
-	klog.FromContext(ctx).V(2).Info("Emptied the port pool of an idle namespace", "namespace", nn.Namespace, "deleted", n)
+	klog.FromContext(ctx).V(2).Info("Emptied an idle port pool", "namespace", nn.Namespace, "node", host, "deleted", n)
 }
 
 // Close stops refilling a network (its namespace is going away).
@@ -360,18 +441,19 @@ func (p *Pools) Close(networkID string) {
 	p.closed[networkID] = true
 }
 
-func (p *Pools) refill(ctx context.Context, nn NamespaceNet) {
-	log := klog.FromContext(ctx).WithValues("namespace", nn.Namespace, "network", nn.Network.ID)
+func (p *Pools) refill(ctx context.Context, nn NamespaceNet, host string) {
+	log := klog.FromContext(ctx).WithValues("namespace", nn.Namespace, "network", nn.Network.ID, "node", host)
+	key := poolKey(nn.Network.ID, host)
 	defer func() {
 		p.mu.Lock()
-		delete(p.refilling, nn.Network.ID)
+		delete(p.refilling, key)
 		p.mu.Unlock()
 	}()
 	owner := ownership.Owner{Cluster: p.M.C.ID, Kind: ownership.KindPool, Name: nn.Namespace}
 	for ctx.Err() == nil {
 		p.mu.Lock()
 		closed := p.closed[nn.Network.ID]
-		free := p.M.X.FreeIn(nn.Network.ID) + p.returning[nn.Network.ID] // recycled ports on their way count
+		free := p.M.X.FreeIn(nn.Network.ID, host) + p.returning[key] // recycled ports on their way count
 		p.mu.Unlock()
 		if closed || free >= p.Cfg.MinFree {
 			return
@@ -385,7 +467,7 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet) {
 		for i := range specs {
 			specs[i] = openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, SubnetID: nn.Subnet.ID,
 				DeviceOwner: DeviceOwner, Description: Marker(owner.Tags()), Tags: owner.Tags(),
-				SecurityGroups: p.M.C.PodSecurityGroups}
+				SecurityGroups: p.M.C.PodSecurityGroups, HostID: host}
 		}
 		ports, err := p.M.N.CreatePorts(ctx, specs)
 		if err != nil {
@@ -399,7 +481,7 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet) {
 			}
 			p.M.X.PutPort(p.M.C.ID, port)
 		}
-		log.V(2).Info("Refilled port pool", "created", len(ports), "free", p.M.X.FreeIn(nn.Network.ID))
+		log.V(2).Info("Refilled port pool", "created", len(ports), "free", p.M.X.FreeIn(nn.Network.ID, host))
 	}
 }
 

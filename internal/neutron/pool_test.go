@@ -79,24 +79,30 @@ func TestPoolClaimsAreNeverLost(t *testing.T) {
 				t.Fatalf("the claimed port is bound to %q, want the pod's node", port.HostID)
 			}
 			if tc.restart {
-				// Raven stops here: a new process lists Neutron and offers the claims it finds.
-				m.P = &Pools{M: m, Cfg: m.P.Cfg, retry: time.Millisecond}
-				m.X = NewIndex()
-				snap, err := List(ctx, n, m.C)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m.X.Replace("c1", snap)
-				if got := m.X.PortsOf(pod.UID); len(got) != 1 || got[0].ID != free.ID || m.X.FreeIn(nn.Network.ID) != 0 {
-					t.Fatalf("after a restart the claimed port is not the pod's (ports %v, free %d)", got, m.X.FreeIn(nn.Network.ID))
-				}
-				m.P.Offer(m.X.Claims())
+				restart(t, n, m, pod, free.ID, nn.Network.ID, "")
 			}
 			m.P.Start(ctx, 2)
 			eventually(t, "Neutron shows the port as the pod's", func() bool { return ownedInNeutron(n, free.ID, pod) })
 			eventually(t, "no claim is pending", func() bool { return m.P.Pending() == 0 && len(m.X.Claims()) == 0 })
 		})
 	}
+}
+
+// restart stops Raven after a claim: a new process lists Neutron, must find the claimed port to be the pod's
+// and not free in the pool for host, and offers the claims it finds.
+func restart(t *testing.T, n *fake.Neutron, m *Manager, pod PodRef, portID, networkID, host string) {
+	t.Helper()
+	m.P = &Pools{M: m, Cfg: m.P.Cfg, retry: time.Millisecond}
+	m.X = NewIndex()
+	snap, err := List(context.Background(), n, m.C)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.X.Replace("c1", snap)
+	if got := m.X.PortsOf(pod.UID); len(got) != 1 || got[0].ID != portID || m.X.FreeIn(networkID, host) != 0 {
+		t.Fatalf("after a restart the claimed port is not the pod's (ports %v, free %d)", got, m.X.FreeIn(networkID, host))
+	}
+	m.P.Offer(m.X.Claims())
 }
 
 func TestATakeNeutronRefusesLeavesThePortInThePool(t *testing.T) {
@@ -111,7 +117,7 @@ func TestATakeNeutronRefusesLeavesThePortInThePool(t *testing.T) {
 	if _, _, err := m.P.Take(ctx, nn, pod, owner); err == nil {
 		t.Fatal("Take succeeded although Neutron refused the claim")
 	}
-	if m.X.FreeIn(nn.Network.ID) != 1 || len(m.X.PortsOf(pod.UID)) != 0 || len(m.X.Claims()) != 0 {
+	if m.X.FreeIn(nn.Network.ID, "") != 1 || len(m.X.PortsOf(pod.UID)) != 0 || len(m.X.Claims()) != 0 {
 		t.Fatal("a refused claim did not leave the port free in the pool")
 	}
 	port, ok, err := m.P.Take(ctx, nn, pod, owner)
@@ -139,9 +145,9 @@ func TestRefill(t *testing.T) {
 			m.C.Caps.TagsOnPortCreate = tc.tagsOnCreate
 			m.P = &Pools{M: m, Cfg: PoolConfig{MinFree: 3, Max: 5, Batch: 2}}
 			m.P.Start(ctx, 1)
-			m.P.Kick(nn)
+			m.P.Kick(nn, "")
 			eventually(t, "the refill ends", func() bool { return m.P.Refilling() == 0 })
-			if got := m.X.FreeIn(nn.Network.ID); got < tc.wantFree || got > 5 || tc.wantFree == 0 && got != 0 {
+			if got := m.X.FreeIn(nn.Network.ID, ""); got < tc.wantFree || got > 5 || tc.wantFree == 0 && got != 0 {
 				t.Fatalf("free ports %d, want at least %d and at most Max", got, tc.wantFree)
 			}
 			n.Lock()
@@ -197,15 +203,15 @@ func TestPoolsFillOnlyWherePodsAreCreated(t *testing.T) {
 	now := time.Now()
 	m.P.Tend(ctx, m.X.Networks(), now)
 	eventually(t, "the busy namespace's pool fills", func() bool {
-		return m.X.FreeIn(busy.Network.ID) >= 2 && m.P.Refilling() == 0
+		return m.X.FreeIn(busy.Network.ID, "") >= 2 && m.P.Refilling() == 0
 	})
-	if m.X.FreeIn(idle.Network.ID) != 2 {
-		t.Fatalf("a restart emptied a pool at once (%d free ports left of 2)", m.X.FreeIn(idle.Network.ID))
+	if m.X.FreeIn(idle.Network.ID, "") != 2 {
+		t.Fatalf("a restart emptied a pool at once (%d free ports left of 2)", m.X.FreeIn(idle.Network.ID, ""))
 	}
 	// Once no pod asked for IdleAfter, both pools go.
 	m.P.Tend(ctx, m.X.Networks(), now.Add(2*time.Minute))
 	eventually(t, "the pools of namespaces gone idle empty", func() bool {
-		return m.X.FreeIn(busy.Network.ID) == 0 && m.X.FreeIn(idle.Network.ID) == 0
+		return m.X.FreeIn(busy.Network.ID, "") == 0 && m.X.FreeIn(idle.Network.ID, "") == 0
 	})
 	n.Lock()
 	defer n.Unlock()
@@ -271,7 +277,7 @@ func TestAClaimWithAnUnknownOutcomeIsNeverHandedToAnotherPod(t *testing.T) {
 	if got := m.X.PortsOf(a.UID); len(got) != 1 || got[0].ID != free.ID {
 		t.Fatalf("after a listing pod a's ports are %v, want the port Neutron shows as its own", got)
 	}
-	if m.X.FreeIn(nn.Network.ID) != 0 || len(m.X.PortsOf(b.UID)) != 0 {
+	if m.X.FreeIn(nn.Network.ID, "") != 0 || len(m.X.PortsOf(b.UID)) != 0 {
 		t.Fatal("after a listing the port is free or pod b's")
 	}
 }
@@ -296,5 +302,97 @@ func TestAClaimIsFinishedWhilePodCreatesStayInFlight(t *testing.T) {
 	eventually(t, "Neutron shows the port as the pod's", func() bool { return ownedInNeutron(n, free.ID, pod) })
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("the claim took %s to finish while a create was in flight", d)
+	}
+}
+
+// boundPoolPort makes a free pool port of namespace ns bound to node, in Neutron and the index.
+func boundPoolPort(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet, node string) openstack.Port {
+	t.Helper()
+	pool := ownership.Owner{Cluster: "c1", Kind: ownership.KindPool, Name: "ns"}
+	p, err := n.CreatePort(context.Background(), openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner,
+		Tags: pool.Tags(), HostID: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.X.PutPort("c1", *p)
+	return *p
+}
+
+func TestPerNodePools(t *testing.T) {
+	pod := PodRef{UID: "uid-1", Namespace: "ns", Name: "p", Node: "node-a"}
+	owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: pod.UID, Name: "ns/p"}
+	cases := []struct {
+		name string
+		// restart builds a new index from Neutron right after the take, as a restarted Raven does.
+		restart bool
+		// nameFailures makes the background port update fail this many times first.
+		nameFailures int
+	}{
+		{name: "a pod takes a port bound to its node with one tag request and no port update; name and device_id follow"},
+		{name: "a claim made by tags whose name never came is finished by a restarted Raven, and the port stays the pod's", restart: true},
+		{name: "a claim whose name update keeps failing is finished when Neutron recovers", nameFailures: 15},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			n := fake.NewNeutron()
+			m, nn := setupNamespace(t, n)
+			m.P = &Pools{M: m, Cfg: PoolConfig{MinFree: 0, Max: 5, Batch: 1, PerNode: true}, retry: time.Millisecond}
+			other := boundPoolPort(t, n, m, nn, "node-b")
+			free := boundPoolPort(t, n, m, nn, "node-a")
+			if tc.nameFailures > 0 {
+				n.Fail("UpdatePort", tc.nameFailures, serverError)
+			}
+			updates, tags := n.Calls["UpdatePort"], n.Calls["ReplaceTags"]
+			port, ok, err := m.P.Take(ctx, nn, pod, owner)
+			if err != nil || !ok || port.ID != free.ID || port.HostID != "node-a" {
+				t.Fatalf("Take = %s on %q, %v, %v; want the free port bound to node-a (node-b's is %s)", port.ID, port.HostID, ok, err, other.ID)
+			}
+			if n.Calls["UpdatePort"] != updates || n.Calls["ReplaceTags"] != tags+1 {
+				t.Fatalf("Take made %d port updates and %d tag requests, want 0 and 1", n.Calls["UpdatePort"]-updates, n.Calls["ReplaceTags"]-tags)
+			}
+			if m.X.FreeIn(nn.Network.ID, "node-b") != 1 || m.X.FreeIn(nn.Network.ID, "node-a") != 0 {
+				t.Fatal("the take used another node's pool")
+			}
+			if tc.restart {
+				restart(t, n, m, pod, free.ID, nn.Network.ID, "node-a")
+			}
+			m.P.Start(ctx, 2)
+			eventually(t, "Neutron shows the port as the pod's", func() bool { return ownedInNeutron(n, free.ID, pod) })
+			eventually(t, "no claim is pending", func() bool { return m.P.Pending() == 0 && len(m.X.Claims()) == 0 })
+			n.Lock()
+			host := n.Ports[free.ID].HostID
+			n.Unlock()
+			if host != "node-a" {
+				t.Fatalf("the port is bound to %q after the claim, want node-a", host)
+			}
+		})
+	}
+}
+
+func TestPerNodePoolsFillPerNodeAndSkipUnscheduledPods(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := fake.NewNeutron()
+	m, nn := setupNamespace(t, n)
+	m.C.Caps.TagsOnPortCreate = true
+	m.P = &Pools{M: m, Cfg: PoolConfig{MinFree: 2, Max: 5, Batch: 2, PerNode: true}}
+	m.P.Start(ctx, 1)
+	owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: "uid-u", Name: "ns/u"}
+	if _, ok, err := m.P.Take(ctx, nn, PodRef{UID: "uid-u", Namespace: "ns", Name: "u"}, owner); ok || err != nil {
+		t.Fatalf("an unscheduled pod took a pool port (%v, %v)", ok, err)
+	}
+	m.P.Kick(nn, "node-a")
+	eventually(t, "node-a's pool to fill", func() bool { return m.X.FreeIn(nn.Network.ID, "node-a") >= 2 && m.P.Refilling() == 0 })
+	if m.X.FreeIn(nn.Network.ID, "") != 0 || m.X.FreeIn(nn.Network.ID, "node-b") != 0 {
+		t.Fatal("a node's refill filled another pool")
+	}
+	n.Lock()
+	defer n.Unlock()
+	for _, p := range n.Ports {
+		if p.Name == PoolPortName && p.HostID != "node-a" {
+			t.Fatalf("pool port %s is bound to %q, want node-a", p.ID, p.HostID)
+		}
 	}
 }
