@@ -183,6 +183,10 @@ func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ow
 	return claimed, true, nil
 }
 
+// PoolsPerNode says pods take ports from their node's pool (pools.perNode): an unscheduled pod waits for its
+// node instead of getting an unbound port that a binding update would have to bind later.
+func (m *Manager) PoolsPerNode() bool { return m.P != nil && m.P.Cfg.PerNode }
+
 // takeBound claims a port bound to the pod's node already, with the pod's groups, by replacing its tags
 // with the pod's: one tag request, no port update. Name and device_id follow in the background.
 func (p *Pools) takeBound(ctx context.Context, port openstack.Port, owner ownership.Owner) (openstack.Port, bool, error) {

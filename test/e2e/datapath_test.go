@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
@@ -412,4 +413,54 @@ func dumpOutsidePath(t testing.TB) {
 	run("ip", "-n", outside, "-s", "link", "show", "eth0")
 	run("ovs-ofctl", "dump-ports", "br-ex")
 	run("ovs-appctl", "dpctl/dump-conntrack")
+}
+
+// With pools.perNode, a node's pool holds ports bound to the node before any pod takes one. A pod takes
+// such a port (no port update), its eth0 carries it, it talks over TCP and UDP, and Neutron shows the port
+// as the pod's (name, device_id) soon after.
+func TestPerNodePoolPortsTalk(t *testing.T) {
+	needDatapath(t)
+	r := startRaven(t, ravenOpts{config: writeConfig(t, "pools: {enabled: true, perNode: true, minFree: 3, batch: 3, max: 10}\n")})
+	t.Cleanup(r.stop) // the next tests run with the stack's configuration
+	ctx := context.Background()
+	ns := newNamespace(t)
+	node := env.vars["STACK_NODE_NAME"]
+	createServingPods(t, ns, "first") // pools fill only where pods are being created
+	pool := map[string]bool{}
+	eventually(t, 2*time.Minute, "the node's pool to fill with ports bound to the node", func() (bool, error) {
+		ports, err := env.os.Networking.ListPorts(ctx, openstack.Filter{Tags: ownership.Owner{Cluster: env.cluster, Kind: ownership.KindPool, Name: ns}.Tags()})
+		if err != nil {
+			return false, err
+		}
+		clear(pool)
+		for _, p := range ports {
+			if p.HostID != node {
+				return false, fmt.Errorf("pool port %s is bound to %q, want %q", p.ID, p.HostID, node)
+			}
+			pool[p.ID] = true
+		}
+		return len(pool) >= 3, nil
+	})
+	got := createServingPods(t, ns, "a", "b")
+	if !pool[got["a"].ID] || !pool[got["b"].ID] {
+		t.Fatalf("pods a and b got ports %s and %s, not ports of the node's pool %v", got["a"].ID, got["b"].ID, pool)
+	}
+	for _, proto := range []string{"tcp", "udp"} {
+		expectAnswer(t, podNetns(ns, "a"), proto, net.JoinHostPort(got["b"].FixedIPs[0].IPAddress, "80"), "b")
+	}
+	for _, name := range []string{"a", "b"} {
+		pod, err := env.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "Neutron to show the port of "+name+" as the pod's", func() (bool, error) {
+			p, err := env.os.Networking.GetPort(ctx, got[name].ID)
+			if err != nil {
+				return false, err
+			}
+			o, _ := ownership.Parse(p.Tags)
+			return o.Kind == ownership.KindPod && o.UID == string(pod.UID) && p.Name == name && p.DeviceID == string(pod.UID) && p.HostID == node, nil
+		})
+	}
+	checkInvariant(t, time.Minute)
 }

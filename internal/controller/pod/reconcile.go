@@ -84,6 +84,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if _, annotated := pod.Annotations[annotations.PodPort]; !annotated {
 		r.seen.mark(string(pod.UID))
+		if pod.Spec.NodeName == "" && r.Neutron.PoolsPerNode() {
+			// Its port comes from its node's pool: the binding (an update of spec.nodeName) brings it back.
+			log.V(3).Info("Waiting for the pod to be scheduled")
+			return reconcile.Result{}, nil
+		}
 	}
 	port, err := r.ensurePort(ctx, &pod, nn)
 	if res, wait, err := portWait(log, err); wait {

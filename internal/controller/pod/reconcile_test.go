@@ -228,3 +228,29 @@ func TestAnAnnotatedPodWaitsForThePortListingAfterARestart(t *testing.T) {
 		t.Fatalf("annotation changed while the ports were being listed: %+v, was %+v", after, before)
 	}
 }
+
+func TestWithPerNodePoolsAPodWaitsForItsNode(t *testing.T) {
+	w := newWorld(t, pod("p", "uid-p"))
+	w.r.Neutron.P = &neutron.Pools{M: w.r.Neutron, Cfg: neutron.PoolConfig{MinFree: 0, Max: 5, Batch: 1, PerNode: true}}
+	if err := w.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.n.Ports) != 0 || w.annotation(t, "p") != nil {
+		t.Fatalf("an unscheduled pod got a port (%d ports) or an annotation", len(w.n.Ports))
+	}
+	var p corev1.Pod
+	if err := w.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "p"}, &p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.NodeName = "node-a"
+	if err := w.c.Update(context.Background(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	a := w.annotation(t, "p")
+	if a == nil || len(w.ports("uid-p")) != 1 || w.ports("uid-p")[0].HostID != "node-a" {
+		t.Fatalf("the scheduled pod has annotation %+v and ports %+v; want one port bound to node-a", a, w.ports("uid-p"))
+	}
+}
