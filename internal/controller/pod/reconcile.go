@@ -84,8 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if _, annotated := pod.Annotations[annotations.PodPort]; !annotated {
 		r.seen.mark(string(pod.UID))
-		if pod.Spec.NodeName == "" && r.Neutron.PoolsPerNode() {
-			// Its port comes from its node's pool: the binding (an update of spec.nodeName) brings it back.
+		if r.waitsForNode(&pod) {
 			log.V(3).Info("Waiting for the pod to be scheduled")
 			return reconcile.Result{}, nil
 		}
@@ -102,6 +101,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.observeLatency(&pod)
 	}
 	return reconcile.Result{}, nil
+}
+
+// waitsForNode says a new pod gets no port before it is scheduled: with pools per node its port comes from
+// its node's pool, and the binding (an update of spec.nodeName) brings the pod back.
+func (r *Reconciler) waitsForNode(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName == "" && r.Neutron.PoolsPerNode()
 }
 
 // portWait turns what keeps ensurePort from a port into the reconcile's result; wait is false when there is
