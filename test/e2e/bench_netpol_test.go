@@ -28,6 +28,7 @@ import (
 var (
 	benchNPRounds = flag.Int("bench.np-rounds", 10, "rounds of each NetworkPolicy latency measure")
 	benchNPSizes  = flag.String("bench.np-sizes", "10,100,200,300", "selected pods at which the NetworkPolicy benchmark counts Neutron rules (one namespace; the benchmark gives namespaces a /23)")
+	benchNPProbe  = flag.Duration("bench.np-probe-timeout", 200*time.Millisecond, "how long one probe connection may take: a dropped one costs this much, so it is the resolution of the latency figures")
 	benchNPOut    = flag.String("bench.np-out", "bench/results/netpol", "where the NetworkPolicy benchmark writes latest.json and latest.md")
 )
 
@@ -44,6 +45,7 @@ func TestBenchmarkNetworkPolicy(t *testing.T) {
 	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	res["when"] = time.Now().UTC().Format(time.RFC3339)
 	res["rounds"] = *benchNPRounds
+	res["probe_timeout_ms"] = benchNPProbe.Milliseconds()
 	res["raven.pod_subnet_prefix_length"] = 23
 	startRaven(t, benchRaven(ravenOpts{config: prefix23Config(t)}))
 
@@ -53,7 +55,8 @@ func TestBenchmarkNetworkPolicy(t *testing.T) {
 	server := waitPodReady(t, ns, "server", time.Minute)
 	addr := net.JoinHostPort(server.Status.PodIP, "80")
 	client := podNetns(ns, "client")
-	through := func() bool { return probe(client, "tcp", addr, "server") }
+	// A refused connection costs the probe its whole timeout: the timeout is the measurement's resolution.
+	through := func() bool { return probeWithin(client, "tcp", addr, "server", *benchNPProbe) }
 
 	// ---- floor: a hand-made group on the server's port, a rule added and removed by hand.
 	floorAdd, floorDel := floorRules(t, ns, through)

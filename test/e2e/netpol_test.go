@@ -126,16 +126,22 @@ func probeMatrix(c netpol.Cluster, port int32, proto corev1.Protocol) netpol.Tab
 	return out
 }
 
-// probe says whether one fresh connection from the namespace from reaches addr and is answered by want.
+// probe says whether one fresh connection from the namespace from reaches addr and is answered by want
+// within 700 ms.
 func probe(from, network, addr, want string) bool {
+	return probeWithin(from, network, addr, want, 700*time.Millisecond)
+}
+
+// probeWithin is probe with the time a connection has to be made and answered.
+func probeWithin(from, network, addr, want string, timeout time.Duration) bool {
 	var answer string
 	err := inNetns(from, func() error {
-		c, err := net.DialTimeout(network, addr, 700*time.Millisecond)
+		c, err := net.DialTimeout(network, addr, timeout)
 		if err != nil {
 			return err
 		}
 		defer func() { _ = c.Close() }()
-		_ = c.SetDeadline(time.Now().Add(700 * time.Millisecond))
+		_ = c.SetDeadline(time.Now().Add(timeout))
 		if _, err := c.Write([]byte("hello\n")); err != nil {
 			return err
 		}
