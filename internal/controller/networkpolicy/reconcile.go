@@ -1,6 +1,7 @@
 package networkpolicy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,10 @@ var Key = reconcile.Request{}
 // retry is how soon a reconcile that left work undone (a group still in use, a refused change) runs again.
 const retry = 5 * time.Second
 
+// portUpdateTimeout is the default PortUpdateTimeout: a port's group update takes well under a second
+// on a quiet Neutron; this leaves room for a busy one.
+const portUpdateTimeout = 15 * time.Second
+
 // Reconciler keeps the cluster's policy groups and the pods' groups in step with the NetworkPolicies.
 type Reconciler struct {
 	Client   client.Client
@@ -43,6 +48,10 @@ type Reconciler struct {
 	NodeCIDRs   []string
 	// Resync is how often the groups are checked against Neutron while policies exist.
 	Resync time.Duration
+	// PortUpdateTimeout bounds one port's group update (0: portUpdateTimeout). Neutron has been seen to
+	// leave such a request unanswered; the whole cluster's enforcement waits on this reconcile, so it gives
+	// up and tries again rather than wait for the general request deadline.
+	PortUpdateTimeout time.Duration
 	// clean: the last reconcile found no policy and no group, so the next one without policies has nothing
 	// to do and asks Neutron nothing.
 	clean bool
@@ -346,7 +355,10 @@ func (r *Reconciler) updatePorts(ctx context.Context, changes []portChange) erro
 	log := klog.FromContext(ctx)
 	var mu sync.Mutex
 	var errs []error
+	timeout := cmp.Or(r.PortUpdateTimeout, portUpdateTimeout)
 	parallel(changes, func(c portChange) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
 		updated, err := r.Neutron.N.UpdatePort(ctx, c.port.ID, openstack.PortUpdate{SecurityGroups: &c.want})
 		if err != nil {
 			mu.Lock()

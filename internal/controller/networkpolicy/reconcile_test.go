@@ -406,3 +406,47 @@ func TestRulesAndPortsGoTogether(t *testing.T) {
 		t.Fatalf("writes %v: the joining port's update must follow the narrowed rule's delete", o.log)
 	}
 }
+
+// unanswered wraps Neutron so that the first port update is never answered: it returns only when its
+// context ends.
+type unanswered struct {
+	openstack.Networking
+	once sync.Once
+}
+
+func (u *unanswered) UpdatePort(ctx context.Context, id string, up openstack.PortUpdate) (*openstack.Port, error) {
+	hang := false
+	u.once.Do(func() { hang = true })
+	if hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return u.Networking.UpdatePort(ctx, id, up)
+}
+
+func TestAnUnansweredPortUpdateDoesNotHoldEnforcement(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	w.addPod(t, "web", "web")
+	w.addPod(t, "client", "client")
+	w.np.Neutron.N = &unanswered{Networking: w.np.Neutron.N}
+	w.np.PortUpdateTimeout = 50 * time.Millisecond
+	if err := w.c.Create(ctx, webPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.np.Reconcile(ctx, Key)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a reconcile whose port update went unanswered reported success")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a reconcile still waits on an unanswered port update after 5 s")
+	}
+	w.reconcile(t) // the next one finishes the job
+	w.expectGroups(t, "web", policy.BaseEgress, policy.BaseInfra, "np-np1")
+}
