@@ -274,9 +274,15 @@ func (p *Pools) yield(ctx context.Context, limit time.Duration) {
 // complete gives the claimed port its pod's tags, or, for a port claimed by its tags, its pod's name and
 // device_id. A failure puts the claim back, due later; it is never dropped.
 func (p *Pools) complete(ctx context.Context, c Claim) {
-	// A short yield: until this call, the pod's port shows in Neutron as a pool port, and a slow Neutron
-	// keeps pods' creates in flight for minutes during a burst.
-	p.yield(ctx, 2*time.Second)
+	// A short yield for a claim Neutron shows by device_id only: until this call, the pod's port shows in
+	// Neutron as a pool port, and a slow Neutron keeps pods' creates in flight for minutes during a burst. A
+	// claim Neutron shows by its tags is the pod's already; its name and device_id wait for the burst to end,
+	// so that they do not queue in front of other pods' takes.
+	limit := 2 * time.Second
+	if c.Tagged {
+		limit = 30 * time.Second
+	}
+	p.yield(ctx, limit)
 	if !p.M.X.Claimed(c.PortID) {
 		return // confirmed meanwhile, or the port is gone
 	}
