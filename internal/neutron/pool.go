@@ -136,8 +136,9 @@ func (p *Pools) next() (c Claim, ok bool, wait time.Duration) {
 	return Claim{}, false, wait
 }
 
-// Take hands the pod a free port of its namespace's pool, if there is one, and tops the pool up. The claim
-// is recorded in Neutron (name, device_id and the pod's node) before Take returns. When Neutron refuses the
+// Take hands the pod a free port of its namespace's pool (its node's, with PerNode), if there is one, and tops
+// the pool up. The claim is recorded in Neutron before Take returns: by name, device_id and the pod's node in
+// one port update, or, for a port bound to the pod's node already, by the pod's tags. When Neutron refuses the
 // claim the port stays in the pool; when the outcome is unknown it leaves the pool until the next listing.
 func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ownership.Owner) (openstack.Port, bool, error) {
 	host := ""
