@@ -414,7 +414,9 @@ func (p *Pools) tend(ctx context.Context, nn *NamespaceNet, host string, now tim
 		go p.shrink(ctx, *nn, host)
 	}
 	p.mu.Unlock()
-	if !idle {
+	// Only the pools of the configured kind are refilled (per node, or unbound); those of the other kind, left
+	// from before a change of pools.perNode, are emptied once idle.
+	if !idle && (host != "") == p.Cfg.PerNode {
 		p.Kick(nn, host)
 	}
 }

@@ -396,3 +396,27 @@ func TestPerNodePoolsFillPerNodeAndSkipUnscheduledPods(t *testing.T) {
 		}
 	}
 }
+
+func TestTendRefillsOnlyPoolsOfTheConfiguredKind(t *testing.T) {
+	for _, perNode := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(context.Background())
+		n := fake.NewNeutron()
+		m, nn := setupNamespace(t, n)
+		m.C.Caps.TagsOnPortCreate = true
+		m.P = &Pools{M: m, Cfg: PoolConfig{MinFree: 3, Max: 5, Batch: 3, PerNode: perNode, IdleAfter: time.Hour}}
+		m.P.Start(ctx, 1)
+		// A pool of the other kind, left from before the setting changed, below its watermark.
+		other := "node-a"
+		if perNode {
+			other = ""
+		}
+		boundPoolPort(t, n, m, nn, other)
+		creates := n.Calls["CreatePorts"]
+		m.P.Tend(ctx, []NamespaceNet{*nn}, time.Now())
+		eventually(t, "refills to end", func() bool { return m.P.Refilling() == 0 })
+		if n.Calls["CreatePorts"] != creates || m.X.FreeIn(nn.Network.ID, other) != 1 {
+			t.Fatalf("perNode %v: Tend refilled the pool for %q, which the setting does not keep", perNode, other)
+		}
+		cancel()
+	}
+}

@@ -439,7 +439,8 @@ func TestPerNodePoolPortsTalk(t *testing.T) {
 			}
 			pool[p.ID] = true
 		}
-		return len(pool) >= 3, nil
+		// Neutron lists a bulk create's ports before it answers: the refill must be over for Raven to have them.
+		return len(pool) >= 3 && r.metric(t, "raven_port_pool_refills_in_progress", nil) == 0, nil
 	})
 	got := createServingPods(t, ns, "a", "b")
 	if !pool[got["a"].ID] || !pool[got["b"].ID] {
