@@ -107,8 +107,8 @@ func TestDesired(t *testing.T) {
 			svc: service("", corev1.ServicePort{Name: "a", Port: 80}, corev1.ServicePort{Name: "b", Port: 53, Protocol: corev1.ProtocolUDP},
 				corev1.ServicePort{Name: "c", Port: 9, Protocol: corev1.ProtocolSCTP}),
 			want: []Listener{
-				{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", Monitor: probe("TCP"), MonitorSlowsMembers: true},
-				{Name: "ns/demo:53", Protocol: "UDP", Port: 53, Algorithm: "SOURCE_IP_PORT", Monitor: probe("UDP-CONNECT"), MonitorSlowsMembers: true},
+				{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", Monitor: probe("TCP")},
+				{Name: "ns/demo:53", Protocol: "UDP", Port: 53, Algorithm: "SOURCE_IP_PORT", Monitor: probe("UDP-CONNECT")},
 				{Name: "ns/demo:9", Protocol: "SCTP", Port: 9, Algorithm: "SOURCE_IP_PORT"},
 			},
 		},

@@ -51,7 +51,7 @@ var providers = map[string]Provider{
 		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT", "SCTP": "SCTP"}},
 	// OVN load balancers hash the 5-tuple: SOURCE_IP_PORT is the one algorithm the provider accepts. Its
 	// health checks are OVN service monitors: TCP and UDP only.
-	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT", MonitorsFirst: true, MonitorSlowsMembers: true,
+	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT", MonitorsFirst: true,
 		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}},
 }
 
