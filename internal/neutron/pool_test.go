@@ -22,16 +22,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// poolPort makes a free pool port of namespace ns in Neutron and the index.
+// poolPort makes a free, unbound pool port of namespace ns in Neutron and the index.
 func poolPort(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet) openstack.Port {
 	t.Helper()
-	pool := ownership.Owner{Cluster: "c1", Kind: ownership.KindPool, Name: "ns"}
-	p, err := n.CreatePort(context.Background(), openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, Tags: pool.Tags()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.X.PutPort("c1", *p)
-	return *p
+	return boundPoolPort(t, n, m, nn, "")
 }
 
 // ownedInNeutron says Neutron shows the port as the pod's: its name, its UID as device_id, its tags.
@@ -305,7 +299,7 @@ func TestAClaimIsFinishedWhilePodCreatesStayInFlight(t *testing.T) {
 	}
 }
 
-// boundPoolPort makes a free pool port of namespace ns bound to node, in Neutron and the index.
+// boundPoolPort makes a free pool port of namespace ns bound to node ("": unbound), in Neutron and the index.
 func boundPoolPort(t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet, node string) openstack.Port {
 	t.Helper()
 	pool := ownership.Owner{Cluster: "c1", Kind: ownership.KindPool, Name: "ns"}
