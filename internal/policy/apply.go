@@ -37,7 +37,7 @@ func Read(ctx context.Context, n openstack.Networking, cluster string) (byKey ma
 }
 
 // Create makes the group of g, tagged as the cluster's, without the egress rules Neutron gives a new group
-// (a policy group admits only what its rules say). Its rules come with Sync.
+// (a policy group admits only what its rules say). Its rules come with PlanRules and Plan.Apply.
 // The group is created under a name that holds its marker (the hash of its tags), so that a group whose tag
 // call never happened (a crash, a lost answer) is found by name and tagged, not made twice or leaked.
 func Create(ctx context.Context, n openstack.Networking, cluster string, g Group) (openstack.SecurityGroup, error) {
@@ -133,11 +133,6 @@ func (p Plan) Apply(ctx context.Context, n openstack.Networking) (created, delet
 		}
 	}
 	return created, deleted, errors.Join(errs...)
-}
-
-// Sync brings the rules of sg to want (PlanRules, then Apply).
-func Sync(ctx context.Context, n openstack.Networking, sg openstack.SecurityGroup, want []Rule, ids map[string]string) (created, deleted int, err error) {
-	return PlanRules(sg, want, ids).Apply(ctx, n)
 }
 
 // ruleKey identifies a rule by what it admits. Neutron may store "any address" as no prefix, and a port
