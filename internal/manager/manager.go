@@ -199,9 +199,12 @@ func addPolicyController(mgr ctrl.Manager, o config.Options, nm *neutron.Manager
 		serviceCIDR = o.Neutron.ServiceSubnetCIDR
 	}
 	np := &networkpolicy.Reconciler{Client: mgr.GetClient(), Neutron: nm, State: state, Gate: gate, Recorder: recorder,
-		ServiceCIDR: serviceCIDR, NodeCIDRs: o.Neutron.PodIngressCIDRs, Resync: o.ResyncPeriod.Duration}
+		ServiceCIDR: serviceCIDR, NodeCIDRs: o.Neutron.PodIngressCIDRs, Resync: o.ResyncPeriod.Duration, SpareGroups: spareGroups}
 	return state, np.SetupWithManager(mgr)
 }
+
+// spareGroups is how many empty policy groups wait for new policies: a policy with a peer takes two.
+const spareGroups = 4
 
 // addSweeperAndChecks adds the sweeper and the health and readiness checks to mgr.
 func addSweeperAndChecks(mgr ctrl.Manager, sweeper *orphan.Sweeper, clients *openstack.Clients) error {

@@ -59,6 +59,8 @@ type Networking interface {
 	// CreateSecurityGroup makes a group; Neutron gives it egress rules that allow everything.
 	CreateSecurityGroup(ctx context.Context, spec SecurityGroupSpec) (*SecurityGroup, error)
 	DeleteSecurityGroup(ctx context.Context, id string) error
+	// UpdateSecurityGroup renames a group and sets its description.
+	UpdateSecurityGroup(ctx context.Context, id string, spec SecurityGroupSpec) error
 	CreateSecurityGroupRule(ctx context.Context, r SecurityGroupRule) (*SecurityGroupRule, error)
 	// CreateSecurityGroupRules creates rules in one request (Neutron's bulk create: all or none).
 	CreateSecurityGroupRules(ctx context.Context, rules []SecurityGroupRule) ([]SecurityGroupRule, error)

@@ -352,6 +352,11 @@ func (n *neutron) CreateSecurityGroup(ctx context.Context, s SecurityGroupSpec) 
 	return r.Group, nil
 }
 
+func (n *neutron) UpdateSecurityGroup(ctx context.Context, id string, s SecurityGroupSpec) error {
+	_, err := groups.Update(ctx, n.c, id, groups.UpdateOpts{Name: s.Name, Description: &s.Description}).Extract()
+	return wrap("neutron security_group update", err)
+}
+
 func (n *neutron) DeleteSecurityGroup(ctx context.Context, id string) error {
 	return wrap("neutron security_group delete", groups.Delete(ctx, n.c, id).ExtractErr())
 }

@@ -42,7 +42,7 @@ func Read(ctx context.Context, n openstack.Networking, cluster string) (byKey ma
 // call never happened (a crash, a lost answer) is found by name and tagged, not made twice or leaked.
 func Create(ctx context.Context, n openstack.Networking, cluster string, g Group) (openstack.SecurityGroup, error) {
 	tags := ownership.Owner{Cluster: cluster, Kind: ownership.KindPolicy, UID: g.Key}.Tags()
-	name := "raven-" + cluster + "-" + g.Key
+	name := groupName(cluster, g.Key)
 	found, err := n.ListSecurityGroups(ctx, openstack.Filter{Name: name})
 	if err != nil {
 		return openstack.SecurityGroup{}, err

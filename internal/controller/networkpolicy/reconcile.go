@@ -48,10 +48,15 @@ type Reconciler struct {
 	NodeCIDRs   []string
 	// Resync is how often the groups are checked against Neutron while policies exist.
 	Resync time.Duration
+	// SpareGroups is how many empty policy groups Raven keeps made while policies exist, so that a new policy
+	// (or peer) takes one instead of waiting for a group to be made (0: none).
+	SpareGroups int
 	// PortUpdateTimeout bounds one port's group update (0: portUpdateTimeout). Neutron has been seen to
 	// leave such a request unanswered; the whole cluster's enforcement waits on this reconcile, so it gives
 	// up and tries again rather than wait for the general request deadline.
 	PortUpdateTimeout time.Duration
+	// spares refills the spare groups in the background, one refill at a time.
+	spares spareRefill
 	// clean: the last reconcile found no policy and no group, so the next one without policies has nothing
 	// to do and asks Neutron nothing.
 	clean bool
@@ -79,7 +84,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	byPolicy := policiesByKey(nps.Items)
-	ids, pending := r.createGroups(ctx, want, have, byPolicy)
+	spares, unfit := r.splitSpares(have, len(nps.Items) > 0)
+	extra = append(extra, unfit...)
+	ids, takes, pending := r.createGroups(ctx, want, have, byPolicy, spares)
 	r.reportProblems(nps.Items, res)
 	r.publish(ids, want)
 	// Without policies and without groups there is nothing to enforce: the ports keep what they have.
@@ -88,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if enforce {
 		changes = r.portChanges(pods, res, ids)
 	}
-	rulesPending, err := r.syncRulesAndPorts(ctx, want, have, ids, byPolicy, changes)
+	rulesPending, err := r.syncRulesAndPorts(ctx, want, have, ids, byPolicy, changes, takes)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -99,6 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 	deleted := r.deleteGroups(ctx, extra)
+	if len(nps.Items) > 0 {
+		r.refillSpares(ctx, spares[len(takes):], unfit)
+	}
 	r.clean = !enforce
 	return r.result(pending || !deleted, len(nps.Items) > 0), nil
 }
@@ -173,10 +183,11 @@ func (r *Reconciler) readGroups(ctx context.Context, want map[string]policy.Grou
 	return have, extra, nil
 }
 
-// createGroups makes the groups of want that Neutron lacks (into have), a few requests at a time. It returns
-// every group's ID by key, and whether a create was refused (to be asked again).
+// createGroups finds the groups of want that Neutron lacks (into have): from the spares first, in order (their
+// tags are written by syncRulesAndPorts, beside the rules), else made, a few requests at a time. It returns every
+// group's ID by key, the spares taken, and whether a create was refused (to be asked again).
 func (r *Reconciler) createGroups(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
-	byPolicy map[string]*networkingv1.NetworkPolicy) (ids map[string]string, pending bool) {
+	byPolicy map[string]*networkingv1.NetworkPolicy, spares []openstack.SecurityGroup) (ids map[string]string, takes []take, pending bool) {
 	log := klog.FromContext(ctx)
 	ids = map[string]string{}
 	for key, sg := range have {
@@ -185,9 +196,18 @@ func (r *Reconciler) createGroups(ctx context.Context, want map[string]policy.Gr
 	var mu sync.Mutex
 	var missing []string
 	for _, key := range slices.Sorted(maps.Keys(want)) {
-		if _, ok := have[key]; !ok {
-			missing = append(missing, key)
+		if _, ok := have[key]; ok {
+			continue
 		}
+		if len(takes) < len(spares) {
+			sg := spares[len(takes)]
+			takes = append(takes, take{sg: sg, group: want[key]})
+			sg.Tags = nil
+			have[key], ids[key] = sg, sg.ID
+			log.V(2).Info("Taking a spare policy group", "group", key, "id", sg.ID)
+			continue
+		}
+		missing = append(missing, key)
 	}
 	// Groups first: rules name peer groups by ID.
 	parallel(missing, func(key string) {
@@ -202,17 +222,17 @@ func (r *Reconciler) createGroups(ctx context.Context, want map[string]policy.Gr
 		log.V(2).Info("Created policy group", "group", key, "id", sg.ID)
 		have[key], ids[key] = sg, sg.ID
 	})
-	return ids, pending
+	return ids, takes, pending
 }
 
-// syncRulesAndPorts brings every wanted group's rules in line and gives the ports their groups, both at
-// once, a few requests at a time each (each waits on Neutron's OVN transaction more than on Neutron itself).
+// syncRulesAndPorts brings every wanted group's rules in line, gives the ports their groups and tags the spares
+// taken, all at once, a few requests at a time each (each waits on Neutron's OVN transaction more than on Neutron itself).
 // A port update that would put a port into a group whose rules are being narrowed waits until they are, so
 // that no port is ever admitted by a rule on its way out; every other port update goes alongside the rules
 // (a port that joins a group before its new rules are in is refused a little longer, never admitted more).
 // It returns whether a rule change was refused (to be asked again).
 func (r *Reconciler) syncRulesAndPorts(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
-	ids map[string]string, byPolicy map[string]*networkingv1.NetworkPolicy, changes []portChange) (pending bool, err error) {
+	ids map[string]string, byPolicy map[string]*networkingv1.NetworkPolicy, changes []portChange, takes []take) (pending bool, err error) {
 	var plans []keyedPlan
 	narrowed := map[string]bool{}
 	for _, key := range slices.Sorted(maps.Keys(want)) {
@@ -233,10 +253,12 @@ func (r *Reconciler) syncRulesAndPorts(ctx context.Context, want map[string]poli
 		}
 	}
 	var wg sync.WaitGroup
+	var takePending bool
 	wg.Go(func() { pending = r.applyPlans(ctx, plans, byPolicy) })
+	wg.Go(func() { takePending = r.takeSpares(ctx, takes, byPolicy) })
 	nowErr := r.updatePorts(ctx, now)
 	wg.Wait()
-	return pending, errors.Join(nowErr, r.updatePorts(ctx, later))
+	return pending || takePending, errors.Join(nowErr, r.updatePorts(ctx, later))
 }
 
 // keyedPlan is a group's rule plan and the group's key.

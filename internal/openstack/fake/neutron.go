@@ -738,6 +738,21 @@ func (n *Neutron) CreateSecurityGroup(_ context.Context, s openstack.SecurityGro
 	return &c, nil
 }
 
+// UpdateSecurityGroup implements openstack.Networking.
+func (n *Neutron) UpdateSecurityGroup(_ context.Context, id string, s openstack.SecurityGroupSpec) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("UpdateSecurityGroup", true); err != nil {
+		return err
+	}
+	sg, ok := n.SGs[id]
+	if !ok {
+		return notFound("security group")
+	}
+	sg.Name, sg.Description = s.Name, s.Description
+	return nil
+}
+
 // DeleteSecurityGroup implements openstack.Networking: it fails with a conflict while a port uses the group.
 func (n *Neutron) DeleteSecurityGroup(_ context.Context, id string) error {
 	n.mu.Lock()
