@@ -28,6 +28,9 @@ func IsSpare(key string) bool { return strings.HasPrefix(key, sparePrefix) }
 // spareName is the name of spare slot i's group; a group taken for a policy is renamed after its key.
 func spareName(cluster string, i int) string { return "raven-" + cluster + "-" + SpareKey(i) }
 
+// spareDescription describes a spare group.
+const spareDescription = "spare NetworkPolicy group"
+
 // groupName is the name of the group of key.
 func groupName(cluster, key string) string { return "raven-" + cluster + "-" + key }
 
@@ -51,7 +54,7 @@ func CreateSpare(ctx context.Context, n openstack.Networking, cluster string, i 
 	var sg *openstack.SecurityGroup
 	if idx >= 0 {
 		sg = &found[idx]
-	} else if sg, err = n.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: name, Description: "spare NetworkPolicy group"}); err != nil {
+	} else if sg, err = n.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: name, Description: spareDescription}); err != nil {
 		return openstack.SecurityGroup{}, err
 	}
 	errs := make([]error, len(sg.Rules))
@@ -81,4 +84,24 @@ func Take(ctx context.Context, n openstack.Networking, cluster string, sg openst
 // Rename gives a taken spare the name and description of g's group, which only people read.
 func Rename(ctx context.Context, n openstack.Networking, cluster string, sg openstack.SecurityGroup, g Group) error {
 	return n.UpdateSecurityGroup(ctx, sg.ID, openstack.SecurityGroupSpec{Name: groupName(cluster, g.Key), Description: g.Description})
+}
+
+// Recycle makes sg, a group no policy wants any more and no port carries, the spare of slot i: its rules are
+// deleted before it is tagged as the spare, then it takes the spare's name. Cheaper than deleting it and
+// making a spare: one request per rule and two, where a new spare costs five.
+func Recycle(ctx context.Context, n openstack.Networking, cluster string, sg openstack.SecurityGroup, i int) error {
+	errs := make([]error, len(sg.Rules))
+	var wg sync.WaitGroup
+	for j, r := range sg.Rules {
+		wg.Go(func() { errs[j] = openstack.IgnoreNotFound(n.DeleteSecurityGroupRule(ctx, r.ID)) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	tags := ownership.Owner{Cluster: cluster, Kind: ownership.KindPolicy, UID: SpareKey(i)}.Tags()
+	if err := n.ReplaceTags(ctx, openstack.ResourceSecurityGroups, sg.ID, tags); err != nil {
+		return err
+	}
+	return n.UpdateSecurityGroup(ctx, sg.ID, openstack.SecurityGroupSpec{Name: spareName(cluster, i), Description: spareDescription})
 }

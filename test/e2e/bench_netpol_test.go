@@ -23,6 +23,7 @@ import (
 
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
+	"github.com/raven-net/raven/internal/policy"
 )
 
 var (
@@ -69,6 +70,8 @@ func TestBenchmarkNetworkPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitProbe(t, through, false, time.Now())
+	// Rounds start once Raven has its spare groups: the first policy of a cluster makes them after its own.
+	waitSpareGroups(t, 4)
 	tcp := corev1.ProtocolTCP
 	p80 := intstr.FromInt32(80)
 	allow := func() *networkingv1.NetworkPolicy {
@@ -120,6 +123,14 @@ func TestBenchmarkNetworkPolicy(t *testing.T) {
 	// The latency figures (and every round's) are written now, so that they survive a failure of the growth phase.
 	series := map[string][]float64{"floor_rule_added_ms": floorAdd, "floor_rule_removed_ms": floorDel,
 		"policy_created_ms": created, "policy_deleted_ms": deleted, "pod_labelled_ms": labelled}
+	// Every round's figure, in the order measured, beside the summaries.
+	rounds := map[string][]int64{}
+	for k, v := range series {
+		for _, ms := range v {
+			rounds[k] = append(rounds[k], int64(ms))
+		}
+	}
+	res["rounds_ms"] = rounds
 	writeResultsTo(t, filepath.Join(env.repo, *benchNPOut), res, series)
 
 	// ---- Neutron rules of one policy as the pods it selects and admits grow.
@@ -256,6 +267,24 @@ func waitProbe(t testing.TB, through func() bool, want bool, since time.Time) ti
 	}
 	t.Fatalf("the probe did not turn %v within 2 minutes", want)
 	return 0
+}
+
+// waitSpareGroups waits until Neutron lists n empty spare policy groups of the cluster.
+func waitSpareGroups(t testing.TB, n int) {
+	t.Helper()
+	eventually(t, time.Minute, fmt.Sprintf("%d spare policy groups", n), func() (bool, error) {
+		groups, err := env.os.Networking.ListSecurityGroups(context.Background(), openstack.Filter{Tags: ownership.Selector(env.cluster, ownership.KindPolicy)})
+		if err != nil {
+			return false, err
+		}
+		spares := 0
+		for _, g := range groups {
+			if o, _ := ownership.Parse(g.Tags); policy.IsSpare(o.UID) && len(g.Rules) == 0 {
+				spares++
+			}
+		}
+		return spares >= n, nil
+	})
 }
 
 // waitPolicyMembers waits until n pods of ns have ports that carry the group of the policy whose UID is uid and

@@ -74,6 +74,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if len(nps.Items) == 0 && r.clean {
 		return reconcile.Result{}, nil
 	}
+	start := time.Now()
 	pods, res, err := r.translate(ctx, nps.Items)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -83,10 +84,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	read := time.Since(start)
 	byPolicy := policiesByKey(nps.Items)
 	spares, unfit := r.splitSpares(have, len(nps.Items) > 0)
 	extra = append(extra, unfit...)
 	ids, takes, pending := r.createGroups(ctx, want, have, byPolicy, spares)
+	grouped := time.Since(start)
 	r.reportProblems(nps.Items, res)
 	r.publish(ids, want)
 	// Without policies and without groups there is nothing to enforce: the ports keep what they have.
@@ -99,18 +102,44 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	logEnforced(ctx, len(changes), len(takes), start, read, grouped)
 	pending = pending || rulesPending
-	for key, sg := range have {
-		if _, wanted := want[key]; !wanted {
-			extra = append(extra, sg)
-		}
-	}
-	deleted := r.deleteGroups(ctx, extra)
+	left := spares[len(takes):]
+	deleted, recycled := r.cleanUp(ctx, want, have, extra, left, len(nps.Items) > 0)
 	if len(nps.Items) > 0 {
-		r.refillSpares(ctx, spares[len(takes):], unfit)
+		r.refillSpares(ctx, len(left)+recycled)
 	}
 	r.clean = !enforce
 	return r.result(pending || !deleted, len(nps.Items) > 0), nil
+}
+
+// logEnforced says how long a reconcile that moved ports or took spares took: to read the groups, to have them
+// all, to enforce.
+func logEnforced(ctx context.Context, ports, taken int, start time.Time, read, grouped time.Duration) {
+	if ports == 0 && taken == 0 {
+		return
+	}
+	klog.FromContext(ctx).V(2).Info("Enforced policies", "ports", ports, "sparesTaken", taken,
+		"read", read.Round(time.Millisecond), "grouped", grouped.Round(time.Millisecond), "enforced", time.Since(start).Round(time.Millisecond))
+}
+
+// cleanUp deletes the groups nothing wants (extra, and those of have that want lacks); deleted is false when
+// one is still in use. While policies exist and the spares (left) are short, a policy or peer group nothing
+// wants becomes a spare instead (recycled counts them).
+func (r *Reconciler) cleanUp(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
+	extra, left []openstack.SecurityGroup, policies bool) (deleted bool, recycled int) {
+	var unwanted []openstack.SecurityGroup
+	for _, key := range slices.Sorted(maps.Keys(have)) {
+		if _, wanted := want[key]; !wanted {
+			unwanted = append(unwanted, have[key])
+		}
+	}
+	if policies {
+		var rest []openstack.SecurityGroup
+		recycled, rest = r.recycle(ctx, unwanted, slices.Concat(left, extra))
+		unwanted = rest
+	}
+	return r.deleteGroups(ctx, append(extra, unwanted...)), recycled
 }
 
 // publish hands the pod controller the groups that stay; those about to go are no longer handed out.
@@ -184,7 +213,7 @@ func (r *Reconciler) readGroups(ctx context.Context, want map[string]policy.Grou
 }
 
 // createGroups finds the groups of want that Neutron lacks (into have): from the spares first, in order (their
-// tags are written by syncRulesAndPorts, beside the rules), else made, a few requests at a time. It returns every
+// tags are written by syncRulesAndPorts, after the rules and ports), else made, a few requests at a time. It returns every
 // group's ID by key, the spares taken, and whether a create was refused (to be asked again).
 func (r *Reconciler) createGroups(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
 	byPolicy map[string]*networkingv1.NetworkPolicy, spares []openstack.SecurityGroup) (ids map[string]string, takes []take, pending bool) {
@@ -225,12 +254,11 @@ func (r *Reconciler) createGroups(ctx context.Context, want map[string]policy.Gr
 	return ids, takes, pending
 }
 
-// syncRulesAndPorts brings every wanted group's rules in line, gives the ports their groups and tags the spares
-// taken, all at once, a few requests at a time each (each waits on Neutron's OVN transaction more than on Neutron itself).
+// syncRulesAndPorts brings every wanted group's rules in line and gives the ports their groups, both at once, a few requests at a time each (each waits on Neutron's OVN transaction more than on Neutron itself).
 // A port update that would put a port into a group whose rules are being narrowed waits until they are, so
 // that no port is ever admitted by a rule on its way out; every other port update goes alongside the rules
 // (a port that joins a group before its new rules are in is refused a little longer, never admitted more).
-// It returns whether a rule change was refused (to be asked again).
+// It returns whether a rule change or a take was refused (to be asked again).
 func (r *Reconciler) syncRulesAndPorts(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
 	ids map[string]string, byPolicy map[string]*networkingv1.NetworkPolicy, changes []portChange, takes []take) (pending bool, err error) {
 	var plans []keyedPlan
@@ -253,12 +281,17 @@ func (r *Reconciler) syncRulesAndPorts(ctx context.Context, want map[string]poli
 		}
 	}
 	var wg sync.WaitGroup
-	var takePending bool
 	wg.Go(func() { pending = r.applyPlans(ctx, plans, byPolicy) })
-	wg.Go(func() { takePending = r.takeSpares(ctx, takes, byPolicy) })
 	nowErr := r.updatePorts(ctx, now)
 	wg.Wait()
-	return pending || takePending, errors.Join(nowErr, r.updatePorts(ctx, later))
+	laterErr := r.updatePorts(ctx, later)
+	// The spares' tags come last: they matter only to the next reconcile, and every request beside the rules
+	// and ports slows them down (Neutron serves them all from one worker here). A take whose tags never come
+	// leaves a spare with rules, which is deleted and never handed out again.
+	if r.takeSpares(ctx, takes, byPolicy) {
+		pending = true
+	}
+	return pending, errors.Join(nowErr, laterErr)
 }
 
 // keyedPlan is a group's rule plan and the group's key.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,12 +36,7 @@ const refillTimeout = time.Minute
 // others (with rules or on a port: a take that failed halfway; any spare while no policy exists or spares are
 // off) are to be deleted.
 func (r *Reconciler) splitSpares(have map[string]openstack.SecurityGroup, policies bool) (fit, unfit []openstack.SecurityGroup) {
-	inUse := map[string]bool{}
-	for _, p := range r.Neutron.X.PortsOfKind(ownership.KindPod) {
-		for _, id := range p.SecurityGroups {
-			inUse[id] = true
-		}
-	}
+	inUse := r.portGroups()
 	for _, key := range slices.Sorted(maps.Keys(have)) {
 		if !policy.IsSpare(key) {
 			continue
@@ -77,22 +73,11 @@ func (r *Reconciler) takeSpares(ctx context.Context, takes []take, byPolicy map[
 	return pending
 }
 
-// refillSpares makes spare groups in the background until SpareGroups are ready: left are the ones this
-// reconcile left untaken, unfit the ones it deletes. Nothing happens while a refill runs.
-func (r *Reconciler) refillSpares(ctx context.Context, left, unfit []openstack.SecurityGroup) {
-	taken := map[string]bool{}
-	for _, sg := range slices.Concat(left, unfit) {
-		if o, ok := ownership.Parse(sg.Tags); ok {
-			taken[o.UID] = true
-		}
-	}
-	var slots []int
-	for i := 0; len(left)+len(slots) < r.SpareGroups; i++ {
-		if !taken[policy.SpareKey(i)] {
-			slots = append(slots, i)
-		}
-	}
-	if len(slots) == 0 {
+// refillSpares makes spare groups in the background until SpareGroups are ready, when this reconcile left
+// fewer (ready). The refill reads the groups again first: a refill still under way when this reconcile read
+// them may have made some since. Nothing happens while a refill runs.
+func (r *Reconciler) refillSpares(ctx context.Context, ready int) {
+	if ready >= r.SpareGroups {
 		return
 	}
 	s := &r.spares
@@ -111,6 +96,17 @@ func (r *Reconciler) refillSpares(ctx context.Context, left, unfit []openstack.S
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refillTimeout)
 		defer cancel()
 		log := klog.FromContext(ctx)
+		have, _, err := policy.Read(ctx, r.Neutron.N, r.Neutron.C.ID)
+		if err != nil {
+			log.Error(err, "Reading the policy groups to refill the spares")
+			return
+		}
+		var slots []int
+		for i, n := 0, countSpares(have); n+len(slots) < r.SpareGroups; i++ {
+			if _, ok := have[policy.SpareKey(i)]; !ok {
+				slots = append(slots, i)
+			}
+		}
 		parallel(slots, func(i int) {
 			sg, err := policy.CreateSpare(ctx, r.Neutron.N, r.Neutron.C.ID, i)
 			if err != nil {
@@ -120,6 +116,81 @@ func (r *Reconciler) refillSpares(ctx context.Context, left, unfit []openstack.S
 			log.V(2).Info("Made a spare policy group", "slot", i, "id", sg.ID)
 		})
 	})
+}
+
+// countSpares counts the spare groups of have that can be handed out as far as their rules tell.
+func countSpares(have map[string]openstack.SecurityGroup) int {
+	n := 0
+	for key, sg := range have {
+		if policy.IsSpare(key) && len(sg.Rules) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// recycle turns groups nothing wants into spares while fewer than SpareGroups are ready (left), in the slots
+// no spare holds (left and unfit hold theirs). A group a port still carries, one that is not a policy's or a
+// peer's, and every group while a refill runs (it chooses slots of its own) are returned in rest, to be deleted.
+func (r *Reconciler) recycle(ctx context.Context, groups, held []openstack.SecurityGroup) (recycled int, rest []openstack.SecurityGroup) {
+	r.spares.mu.Lock()
+	refilling := r.spares.running
+	r.spares.mu.Unlock()
+	short := r.SpareGroups - countFit(held)
+	if refilling || short <= 0 {
+		return 0, groups
+	}
+	used := map[string]bool{}
+	for _, sg := range held {
+		if o, ok := ownership.Parse(sg.Tags); ok {
+			used[o.UID] = true
+		}
+	}
+	inUse := r.portGroups()
+	log := klog.FromContext(ctx)
+	slot := 0
+	for _, sg := range groups {
+		o, _ := ownership.Parse(sg.Tags)
+		recyclable := strings.HasPrefix(o.UID, "np-") || strings.HasPrefix(o.UID, "peer-")
+		if recycled == short || inUse[sg.ID] || !recyclable {
+			rest = append(rest, sg)
+			continue
+		}
+		for used[policy.SpareKey(slot)] {
+			slot++
+		}
+		if err := policy.Recycle(ctx, r.Neutron.N, r.Neutron.C.ID, sg, slot); err != nil {
+			log.V(2).Info("Policy group not recycled", "id", sg.ID, "err", err.Error())
+			rest = append(rest, sg)
+			continue
+		}
+		log.V(2).Info("Recycled a policy group as a spare", "group", o.UID, "id", sg.ID, "slot", slot)
+		used[policy.SpareKey(slot)] = true
+		recycled++
+	}
+	return recycled, rest
+}
+
+// countFit counts the groups that are spares without rules.
+func countFit(groups []openstack.SecurityGroup) int {
+	n := 0
+	for _, sg := range groups {
+		if o, ok := ownership.Parse(sg.Tags); ok && policy.IsSpare(o.UID) && len(sg.Rules) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// portGroups are the IDs of the groups the cluster's pod ports carry.
+func (r *Reconciler) portGroups() map[string]bool {
+	inUse := map[string]bool{}
+	for _, p := range r.Neutron.X.PortsOfKind(ownership.KindPod) {
+		for _, id := range p.SecurityGroups {
+			inUse[id] = true
+		}
+	}
+	return inUse
 }
 
 // waitSpares waits for a refill under way (tests).

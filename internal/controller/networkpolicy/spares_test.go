@@ -25,6 +25,17 @@ func (w *world) spares() map[string]int {
 	return out
 }
 
+// spareIDs are the IDs of the spare groups in Neutron.
+func (w *world) spareIDs() map[string]bool {
+	out := map[string]bool{}
+	for key, g := range w.policyGroups() {
+		if policy.IsSpare(key) {
+			out[g.ID] = true
+		}
+	}
+	return out
+}
+
 // settle reconciles and waits for the spare refill it started.
 func (w *world) settle(t *testing.T) {
 	t.Helper()
@@ -57,12 +68,7 @@ func TestANewPolicyTakesSpareGroups(t *testing.T) {
 	if s := w.spares(); len(s) != 3 || s["spare-0"]+s["spare-1"]+s["spare-2"] != 0 {
 		t.Fatalf("spares %v, want spare-0 to spare-2 without rules", s)
 	}
-	spareIDs := map[string]bool{}
-	for key, g := range w.policyGroups() {
-		if policy.IsSpare(key) {
-			spareIDs[g.ID] = true
-		}
-	}
+	spareIDs := w.spareIDs()
 
 	// A policy with a peer takes two spares: its groups are the spares, not groups made for it.
 	if err := w.c.Create(ctx, webPolicy()); err != nil {
@@ -175,5 +181,58 @@ func TestASpareCreateThatLostItsTagsIsFinished(t *testing.T) {
 	}
 	if !slices.Equal(named, []string{left.ID}) {
 		t.Fatalf("groups named %s: %v, want only the one left over", left.Name, named)
+	}
+}
+
+func TestAGroupNoPolicyWantsBecomesASpare(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	w.np.SpareGroups = 2
+	w.addPod(t, "web", "web")
+	w.addPod(t, "client", "client")
+	for _, np := range []*networkingv1.NetworkPolicy{denyPolicy(), webPolicy()} {
+		if err := w.c.Create(ctx, np); err != nil {
+			t.Fatal(err)
+		}
+		w.settle(t)
+	}
+	np, peer := w.expectPolicyGroups2(t)
+	peerID := w.policyGroups()[peer].ID
+	// The spares are full: the web policy took two and the refill made two more. Take one out of the way.
+	spareIDs := w.spareIDs()
+	for id := range spareIDs {
+		if err := w.n.DeleteSecurityGroup(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		delete(spareIDs, id)
+		break
+	}
+	// The web policy deleted: its group and its peer's leave the ports; one becomes the missing spare, the
+	// other is deleted, and no group is made.
+	creates := w.n.Calls["CreateSecurityGroup"]
+	if err := w.c.Delete(ctx, webPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	w.settle(t)
+	if n := w.n.Calls["CreateSecurityGroup"] - creates; n != 0 {
+		t.Fatalf("%d groups made after the policy went, want its group recycled", n)
+	}
+	w.expectGroups(t, "web", policy.BaseEgress, policy.BaseInfra, "np-np0")
+	w.expectGroups(t, "client", "pods")
+	got := w.spareIDs()
+	recycled := ""
+	for id := range got {
+		if !spareIDs[id] {
+			recycled = id
+		}
+	}
+	if len(got) != 2 || (recycled != np.ID && recycled != peerID) {
+		t.Fatalf("spares %v, want the one left and %s or %s recycled", got, np.ID, peerID)
+	}
+	if g := w.n.SGs[recycled]; len(g.Rules) != 0 || !strings.Contains(g.Name, "-spare-") {
+		t.Fatalf("recycled spare %+v, want no rules and a spare's name", g)
+	}
+	if s := w.spares(); len(s) != 2 {
+		t.Fatalf("spares %v, want two slots", s)
 	}
 }
