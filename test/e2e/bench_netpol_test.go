@@ -82,8 +82,17 @@ func TestBenchmarkNetworkPolicy(t *testing.T) {
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p80}},
 			}}}}
 	}
+	// Each round starts from the deny policy's state: the server's port carries exactly the groups it has now
+	// (a probe can fail for a moment while OVN applies a change, so refusals alone do not say the last deletion
+	// is in place).
+	_, serverPort := portAnnotation(t, ns, "server")
+	denied := portGroups(t, serverPort.ID)
 	var created, deleted []float64
 	for range *benchNPRounds {
+		eventually(t, time.Minute, "the server's port back to the deny policy's groups", func() (bool, error) {
+			return slices.Equal(portGroups(t, serverPort.ID), denied), nil
+		})
+		waitProbe(t, through, false, time.Now())
 		start := time.Now()
 		if _, err := nps.Create(ctx, allow(), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -267,6 +276,16 @@ func waitProbe(t testing.TB, through func() bool, want bool, since time.Time) ti
 	}
 	t.Fatalf("the probe did not turn %v within 2 minutes", want)
 	return 0
+}
+
+// portGroups are the sorted security groups of a port.
+func portGroups(t testing.TB, id string) []string {
+	t.Helper()
+	p, err := env.os.Networking.GetPort(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(slices.Values(p.SecurityGroups))
 }
 
 // waitSpareGroups waits until Neutron lists n empty spare policy groups of the cluster.

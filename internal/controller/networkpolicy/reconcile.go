@@ -106,11 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	pending = pending || rulesPending
 	left := spares[len(takes):]
 	deleted, recycled := r.cleanUp(ctx, want, have, extra, left, len(nps.Items) > 0)
-	if len(nps.Items) > 0 {
-		r.refillSpares(ctx, len(left)+recycled)
-	}
+	short := r.spareShort(ctx, len(nps.Items) > 0, len(left)+recycled, len(changes)+len(takes))
 	r.clean = !enforce
-	return r.result(pending || !deleted, len(nps.Items) > 0), nil
+	return r.result(pending || !deleted, short, len(nps.Items) > 0), nil
 }
 
 // logEnforced says how long a reconcile that moved ports or took spares took: to read the groups, to have them
@@ -124,8 +122,8 @@ func logEnforced(ctx context.Context, ports, taken int, start time.Time, read, g
 }
 
 // cleanUp deletes the groups nothing wants (extra, and those of have that want lacks); deleted is false when
-// one is still in use. While policies exist and the spares (left) are short, a policy or peer group nothing
-// wants becomes a spare instead (recycled counts them).
+// one is still in use. While policies exist and the spares (left) are
+// short, a policy or peer group nothing wants becomes a spare instead (recycled counts them).
 func (r *Reconciler) cleanUp(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
 	extra, left []openstack.SecurityGroup, policies bool) (deleted bool, recycled int) {
 	var unwanted []openstack.SecurityGroup
@@ -153,10 +151,13 @@ func (r *Reconciler) publish(ids map[string]string, want map[string]policy.Group
 	r.State.set(live)
 }
 
-// result says when to look again: soon when something is left to do, after Resync while policies exist
-// (rules someone changed in Neutron come back), else on the next change.
-func (r *Reconciler) result(pending, policies bool) reconcile.Result {
+// result says when to look again: soon when something is left to do, after spareCalm when the spares are
+// short (to refill them in a calm reconcile), after Resync while policies exist (rules someone changed in
+// Neutron come back), else on the next change.
+func (r *Reconciler) result(pending, short, policies bool) reconcile.Result {
 	switch {
+	case short:
+		return reconcile.Result{RequeueAfter: spareCalm}
 	case pending:
 		return reconcile.Result{RequeueAfter: retry}
 	case policies:

@@ -29,6 +29,25 @@ type spareRefill struct {
 	wg      sync.WaitGroup
 }
 
+// spareCalm is how soon a reconcile that left the spares short comes back to refill them. Spares are made only
+// after a calm reconcile (one that moved no port and took no spare): made beside a policy's port updates, they would slow them
+// down (Neutron serves both from one worker here).
+const spareCalm = 2 * time.Second
+
+// spareShort refills the spares in the background when fewer than SpareGroups are ready and this reconcile was
+// calm (work counts its port updates and takes); true when they are short and the refill must wait for
+// a calm reconcile.
+func (r *Reconciler) spareShort(ctx context.Context, policies bool, ready, work int) bool {
+	if !policies || ready >= r.SpareGroups {
+		return false
+	}
+	if work > 0 {
+		return true
+	}
+	r.refillSpares(ctx)
+	return false
+}
+
 // refillTimeout bounds one refill: a few groups, three requests each.
 const refillTimeout = time.Minute
 
@@ -73,13 +92,9 @@ func (r *Reconciler) takeSpares(ctx context.Context, takes []take, byPolicy map[
 	return pending
 }
 
-// refillSpares makes spare groups in the background until SpareGroups are ready, when this reconcile left
-// fewer (ready). The refill reads the groups again first: a refill still under way when this reconcile read
+// refillSpares makes spare groups in the background until SpareGroups are ready. The refill reads the groups again first: a refill still under way when this reconcile read
 // them may have made some since. Nothing happens while a refill runs.
-func (r *Reconciler) refillSpares(ctx context.Context, ready int) {
-	if ready >= r.SpareGroups {
-		return
-	}
+func (r *Reconciler) refillSpares(ctx context.Context) {
 	s := &r.spares
 	s.mu.Lock()
 	defer s.mu.Unlock()
