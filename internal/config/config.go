@@ -124,7 +124,7 @@ type Pools struct {
 	// fills only once pods are being created in its namespace.
 	IdleAfter Duration `json:"idleAfter"`
 	// PerNode keeps a pool per node × namespace with ports bound to the node in advance: a pod takes one
-	// with one tag request and no port update. Without it, pools are per namespace and unbound, and a take
+	// without a request to Neutron (the claim is written in the background). Without it, pools are per namespace and unbound, and a take
 	// binds the port (one port update, as costly as a create under ML2/OVN).
 	PerNode bool `json:"perNode"`
 }

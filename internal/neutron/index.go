@@ -33,6 +33,8 @@ type Index struct {
 	byPool map[string][]string
 	// claims are pool ports handed to pods whose new owner Neutron does not show yet.
 	claims map[string]claimed
+	// annotated is the snapshot's pod annotations while a listing is applied.
+	annotated map[string]Annotation
 	// touched records when Raven last changed a port, so that a snapshot listed before the change does
 	// not undo it (a port created, deleted or claimed while the list was running).
 	touched map[string]time.Time
@@ -62,6 +64,16 @@ type Snapshot struct {
 	RouterPorts []openstack.Port // interfaces of the cluster router
 	// WithPorts says Ports were listed (ListNetworks leaves them out).
 	WithPorts bool
+	// Annotated are the pods' port annotations (by port ID) as the pods' cache held them before the listing: a
+	// pool port claimed in memory and in its pod's annotation only, whose tags Raven never wrote (it stopped),
+	// is that pod's, not free.
+	Annotated map[string]Annotation
+}
+
+// Annotation is a pod's port annotation: the pod as the owner of the port it names, and the pod's name.
+type Annotation struct {
+	Owner ownership.Owner
+	Name  string
 }
 
 // List reads the snapshot with four list calls, whatever the number of namespaces and pods.
@@ -180,6 +192,8 @@ func markAttached(nets map[string]*NamespaceNet, routerPorts []openstack.Port) {
 // replacePortsLocked swaps in the listed ports, except those Raven changed after the listing began: its
 // own view of them is newer.
 func (x *Index) replacePortsLocked(cluster string, s *Snapshot) {
+	x.annotated = s.Annotated
+	defer func() { x.annotated = nil }()
 	old, touched := x.ports, x.touched
 	newer := func(id string) bool { t, ok := touched[id]; return ok && t.After(s.Started) }
 	x.ports = map[string]openstack.Port{}
@@ -381,23 +395,34 @@ func (x *Index) applyClaimLocked(cluster string, p openstack.Port, o ownership.O
 		x.claims[p.ID] = c
 		return applyClaim(p, c.owner, c.name)
 	}
+	c, found := x.foundClaim(cluster, p, o)
+	if !found {
+		return p
+	}
+	x.claims[p.ID] = c
+	return applyClaim(p, c.owner, c.name)
+}
+
+// foundClaim finds a claim Neutron (or a pod's annotation) holds that this process never made.
+func (x *Index) foundClaim(cluster string, p openstack.Port, o ownership.Owner) (claimed, bool) {
+	if a, ok := x.annotated[p.ID]; ok && o.Kind == ownership.KindPool && p.DeviceID == "" && a.Owner.UID != "" {
+		// A pool port bound in advance, claimed in memory and in its pod's annotation only (Raven stopped
+		// before it wrote the pod's tags): the port is that pod's; its tags, name and device_id follow.
+		return claimed{owner: a.Owner, name: a.Name, deferred: true}, true
+	}
 	switch {
 	case o.Kind == ownership.KindPod && o.UID != "" && p.DeviceID == "" && p.Name == PoolPortName:
 		// A pool port bound in advance, claimed by its pod's tags, whose name and device_id never followed:
 		// they are finished in the background.
 		_, name, _ := strings.Cut(o.Name, "/")
-		c := claimed{owner: o, name: name, tagged: true}
-		x.claims[p.ID] = c
-		return applyClaim(p, c.owner, c.name)
+		return claimed{owner: o, name: name, tagged: true}, true
 	case o.Kind == ownership.KindPool && p.DeviceID != "":
 		// Claimed in Neutron by a pod (device_id) whose tags never followed (Raven stopped, or Neutron
 		// kept failing): the port is that pod's.
-		c := claimed{owner: ownership.Owner{Cluster: cluster, Kind: ownership.KindPod, UID: p.DeviceID, Name: o.Name + "/" + p.Name},
-			name: p.Name, recorded: true}
-		x.claims[p.ID] = c
-		return applyClaim(p, c.owner, c.name)
+		return claimed{owner: ownership.Owner{Cluster: cluster, Kind: ownership.KindPod, UID: p.DeviceID, Name: o.Name + "/" + p.Name},
+			name: p.Name, recorded: true}, true
 	}
-	return p
+	return claimed{}, false
 }
 
 // DropPort forgets a port, and any claim on it.
@@ -509,7 +534,7 @@ func (x *Index) Unclaim(portID string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	c, ok := x.claims[portID]
-	if !ok || c.recorded || c.tagged {
+	if !ok || c.recorded || c.tagged || c.deferred {
 		return
 	}
 	delete(x.claims, portID)
@@ -550,11 +575,22 @@ func (x *Index) Claims() []Claim {
 	defer x.mu.RUnlock()
 	out := make([]Claim, 0, len(x.claims))
 	for id, c := range x.claims {
-		if c.recorded || c.tagged {
-			out = append(out, Claim{PortID: id, Owner: c.owner, Name: c.name, Tagged: c.tagged})
+		if c.recorded || c.tagged || c.deferred {
+			out = append(out, Claim{PortID: id, Owner: c.owner, Name: c.name, Tagged: c.tagged, Deferred: c.deferred && !c.tagged})
 		}
 	}
 	return out
+}
+
+// MarkDeferred records that a claim is handed out before Neutron is told (the pod's annotation carries it).
+func (x *Index) MarkDeferred(portID string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if c, ok := x.claims[portID]; ok {
+		c.deferred = true
+		x.claims[portID] = c
+		x.touch(portID)
+	}
 }
 
 // MarkTagged records that Neutron shows the claim of a port by its pod's tags (a pool port bound in advance,
@@ -595,6 +631,9 @@ type claimed struct {
 	recorded bool
 	// tagged says Neutron shows the claim by the pod's tags (name and device_id still the pool's).
 	tagged bool
+	// deferred says the claim is in memory and in the pod's annotation only: a port bound in advance, handed
+	// out before Neutron is told. It is never put back into the pool.
+	deferred bool
 }
 
 func applyClaim(p openstack.Port, owner ownership.Owner, name string) openstack.Port {

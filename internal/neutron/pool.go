@@ -46,10 +46,11 @@ const PoolPortName = "raven-pool"
 // tags follow in the background. Until they do, the index treats a pool-tagged port with a device_id as that
 // pod's.
 //
-// Pools per node (PerNode) hold ports bound to their node in advance. A pod's take replaces the port's tags
-// with its own (one tag request, no port update) before the pod is annotated; its name and device_id follow
-// in the background. Until they do, the index treats a pod-tagged port named as a pool port as that pod's,
-// unfinished claim.
+// Pools per node (PerNode) hold ports bound to their node in advance. A pod's take asks Neutron nothing: the
+// claim is held in memory and in the pod's annotation, and the port's tags, then its name and device_id, follow
+// in the background. A restarted Raven finds such a claim by the pods' annotations before it hands out any
+// pool port (Snapshot.Annotated); one whose tags are in but not its name, by a pod-tagged port named as a
+// pool port.
 //
 // Either way every resync offers unfinished claims to the workers again, so no claim is lost to a crash, a
 // full queue or a Neutron that keeps failing.
@@ -159,7 +160,7 @@ func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ow
 		return port, false, nil
 	}
 	if host != "" && port.HostID == host && sameGroups(port.SecurityGroups, pod.SecurityGroups) {
-		return p.takeBound(ctx, port, owner)
+		return p.takeBound(port, owner)
 	}
 	u := openstack.PortUpdate{Name: &pod.Name, DeviceID: &pod.UID}
 	if pod.Node != "" {
@@ -188,19 +189,13 @@ func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ow
 // node instead of getting an unbound port that a binding update would have to bind later.
 func (m *Manager) PoolsPerNode() bool { return m.P != nil && m.P.Cfg.PerNode }
 
-// takeBound claims a port bound to the pod's node already, with the pod's groups, by replacing its tags
-// with the pod's: one tag request, no port update. Name and device_id follow in the background.
-func (p *Pools) takeBound(ctx context.Context, port openstack.Port, owner ownership.Owner) (openstack.Port, bool, error) {
-	if err := p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, port.ID, owner.Tags()); err != nil {
-		if refused(err) {
-			p.M.X.Unclaim(port.ID)
-		} else {
-			p.M.X.Forget(port.ID) // Neutron may hold the new tags: nobody takes the port until a listing says
-		}
-		return openstack.Port{}, false, err
-	}
-	p.M.X.MarkTagged(port.ID)
-	p.enqueue(Claim{PortID: port.ID, Owner: owner, Name: port.Name, Tagged: true})
+// takeBound claims a port bound to the pod's node already, with the pod's groups, in memory only: the pod's
+// annotation records the claim, and Neutron is told in the background (its tags, then its name and
+// device_id), so that no request stands between a pod and its annotation. A restarted Raven finds such a claim
+// by the annotation (Snapshot.Annotated) before it hands out any pool port.
+func (p *Pools) takeBound(port openstack.Port, owner ownership.Owner) (openstack.Port, bool, error) {
+	p.M.X.MarkDeferred(port.ID)
+	p.enqueue(Claim{PortID: port.ID, Owner: owner, Name: port.Name, Deferred: true})
 	return port, true, nil
 }
 
@@ -216,13 +211,14 @@ func refused(err error) bool {
 }
 
 // Claim is a pool port whose claim Neutron does not show whole yet: the pod's tags are missing, or (Tagged)
-// its name (Name) and device_id are.
+// its name (Name) and device_id are, or (Deferred) all three are.
 type Claim struct {
-	PortID string
-	Owner  ownership.Owner
-	Name   string
-	Tagged bool
-	tries  int
+	PortID   string
+	Owner    ownership.Owner
+	Name     string
+	Tagged   bool
+	Deferred bool
+	tries    int
 }
 
 // Offer hands the workers claims to finish (the resync offers every one the index holds); one already
@@ -272,15 +268,16 @@ func (p *Pools) yield(ctx context.Context, limit time.Duration) {
 	}
 }
 
-// complete gives the claimed port its pod's tags, or, for a port claimed by its tags, its pod's name and
-// device_id. A failure puts the claim back, due later; it is never dropped.
+// complete gives the claimed port its pod's tags (then, for a claim held in memory and in its pod's annotation
+// only, its name and device_id next), or, for a port claimed by its tags, its pod's name and device_id. A
+// failure puts the claim back, due later; it is never dropped.
 func (p *Pools) complete(ctx context.Context, c Claim) {
 	// A short yield for a claim Neutron shows by device_id only: until this call, the pod's port shows in
 	// Neutron as a pool port, and a slow Neutron keeps pods' creates in flight for minutes during a burst. A
-	// claim Neutron shows by its tags is the pod's already; its name and device_id wait for the burst to end,
-	// so that they do not queue in front of other pods' takes.
+	// claim Neutron shows by its tags, or that the pod's annotation holds, is the pod's already; what Neutron
+	// lacks of it waits for the burst to end, so that it does not queue in front of other pods' takes.
 	limit := 2 * time.Second
-	if c.Tagged {
+	if c.Tagged || c.Deferred {
 		limit = 30 * time.Second
 	}
 	p.yield(ctx, limit)
@@ -294,6 +291,10 @@ func (p *Pools) complete(ctx context.Context, c Claim) {
 		err = p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, c.PortID, c.Owner.Tags())
 	}
 	switch {
+	case err == nil && c.Deferred:
+		// The pod's tags are in: its name and device_id follow, after the burst.
+		p.M.X.MarkTagged(c.PortID)
+		p.enqueue(Claim{PortID: c.PortID, Owner: c.Owner, Name: c.Name, Tagged: true})
 	case err == nil, openstack.IsNotFound(err): // tagged, or the pod went and its port with it
 		p.M.X.Confirm(c.PortID)
 	default:

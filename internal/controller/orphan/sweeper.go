@@ -38,6 +38,25 @@ type Sweeper struct {
 	CacheSynced func(ctx context.Context) bool
 }
 
+// annotatedPorts are the ports the pods' annotations name, by port ID, with their pods as owners.
+func (s *Sweeper) annotatedPorts(ctx context.Context) (map[string]neutron.Annotation, error) {
+	var pods corev1.PodList
+	if err := s.Client.List(ctx, &pods); err != nil {
+		return nil, err
+	}
+	out := map[string]neutron.Annotation{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		var port annotations.Port
+		if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &port); !ok || err != nil || port.ID == "" {
+			continue
+		}
+		owner := ownership.Owner{Cluster: s.Options.ClusterID, Kind: ownership.KindPod, UID: string(p.UID), Name: p.Namespace + "/" + p.Name}
+		out[port.ID] = neutron.Annotation{Owner: owner, Name: p.Name}
+	}
+	return out, nil
+}
+
 // NeedLeaderElection returns true: only the leader writes.
 func (s *Sweeper) NeedLeaderElection() bool { return true }
 
@@ -84,6 +103,12 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		snap, err := neutron.List(ctx, s.Neutron.N, s.Neutron.C)
 		if err != nil {
 			log.Error(err, "Loading the cluster's Neutron ports; will retry")
+			return false, nil
+		}
+		// Pool ports claimed in memory only, whose tags the last run never wrote, are their pods' by the
+		// pods' annotations: they must not go back to the pool.
+		if snap.Annotated, err = s.annotatedPorts(ctx); err != nil {
+			log.Error(err, "Reading the pods' port annotations; will retry")
 			return false, nil
 		}
 		s.Neutron.X.Replace(s.Options.ClusterID, snap)
