@@ -614,8 +614,8 @@ start_neutron() { # port auth keystone-port nb-port sb-port db-port
     { tail -20 "$STACK_DIR/logs/neutron-server.log" >&2; die "creating Neutron's schema failed"; }
   sed "s#@STACK@#$STACK_DIR#g" "$REPO/hack/openstack/api-paste.ini" >"$STACK_DIR/neutron/api-paste.ini"
   # ML2/OVN needs api_workers >= 1: the driver connects to OVN only in a forked worker (with 0, creates hang).
-  # Two workers (one per core here, as a cloud runs one per core) serve requests side by side: with one, every
-  # request of every client waits for the one before it.
+  # One worker: each API worker keeps its own copy of the OVN databases and follows every change, so on these
+  # two cores a second one doubled Neutron's CPU for a burst of port creates (docs/performance.md).
   # Quotas are not counted (the null driver): Raven's e2e tests create hundreds of ports at once.
   cat >"$STACK_DIR/neutron/neutron.conf" <<CONF
 [DEFAULT]
@@ -627,7 +627,7 @@ service_plugins = ovn-router
 api_paste_config = $STACK_DIR/neutron/api-paste.ini
 state_path = $STACK_DIR/neutron/state
 transport_url = fake://
-api_workers = ${STACK_NEUTRON_API_WORKERS:-2}
+api_workers = ${STACK_NEUTRON_API_WORKERS:-1}
 rpc_workers = 0
 rpc_state_report_workers = 0
 notify_nova_on_port_status_changes = false
