@@ -38,7 +38,8 @@ type Sweeper struct {
 	CacheSynced func(ctx context.Context) bool
 }
 
-// annotatedPorts are the ports the pods' annotations name, by port ID, with their pods as owners.
+// annotatedPorts are the ports the annotations of pods that have not finished name, by port ID, with their pods
+// as owners.
 func (s *Sweeper) annotatedPorts(ctx context.Context) (map[string]neutron.Annotation, error) {
 	var pods corev1.PodList
 	if err := s.Client.List(ctx, &pods); err != nil {
@@ -47,6 +48,9 @@ func (s *Sweeper) annotatedPorts(ctx context.Context) (map[string]neutron.Annota
 	out := map[string]neutron.Annotation{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue // a finished pod's port may be back in the pool (pools.recycle)
+		}
 		var port annotations.Port
 		if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &port); !ok || err != nil || port.ID == "" {
 			continue
