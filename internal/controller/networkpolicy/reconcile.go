@@ -122,8 +122,8 @@ func logEnforced(ctx context.Context, ports, taken int, start time.Time, read, g
 }
 
 // cleanUp deletes the groups nothing wants (extra, and those of have that want lacks); deleted is false when
-// one is still in use. While policies exist and the spares (left) are
-// short, a policy or peer group nothing wants becomes a spare instead (recycled counts them).
+// one is still in use. While policies exist and the spares (left) are short, a policy or peer group nothing
+// wants becomes a spare instead (recycled counts them).
 func (r *Reconciler) cleanUp(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
 	extra, left []openstack.SecurityGroup, policies bool) (deleted bool, recycled int) {
 	var unwanted []openstack.SecurityGroup
@@ -214,8 +214,8 @@ func (r *Reconciler) readGroups(ctx context.Context, want map[string]policy.Grou
 }
 
 // createGroups finds the groups of want that Neutron lacks (into have): from the spares first, in order (their
-// tags are written by syncRulesAndPorts, after the rules and ports), else made, a few requests at a time. It returns every
-// group's ID by key, the spares taken, and whether a create was refused (to be asked again).
+// tags are written by syncRulesAndPorts, after the rules and ports), else made, a few requests at a time. It
+// returns every group's ID by key, the spares taken, and whether a create was refused (to be asked again).
 func (r *Reconciler) createGroups(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
 	byPolicy map[string]*networkingv1.NetworkPolicy, spares []openstack.SecurityGroup) (ids map[string]string, takes []take, pending bool) {
 	log := klog.FromContext(ctx)

@@ -30,8 +30,8 @@ type spareRefill struct {
 }
 
 // spareCalm is how soon a reconcile that left the spares short comes back to refill them. Spares are made only
-// after a calm reconcile (one that moved no port and took no spare): made beside a policy's port updates, they would slow them
-// down (Neutron serves both from one worker here).
+// after a calm reconcile (one that moved no port and took no spare): made beside a policy's port updates, they
+// would slow them down (Neutron serves both from one worker here).
 const spareCalm = 2 * time.Second
 
 // spareShort refills the spares in the background when fewer than SpareGroups are ready and this reconcile was
@@ -48,7 +48,7 @@ func (r *Reconciler) spareShort(ctx context.Context, policies bool, ready, work 
 	return false
 }
 
-// refillTimeout bounds one refill: a few groups, three requests each.
+// refillTimeout bounds one refill: a few groups, a few requests each.
 const refillTimeout = time.Minute
 
 // splitSpares takes the spare groups out of have. The spares that can be handed out come first, by slot; the
@@ -117,7 +117,7 @@ func (r *Reconciler) refillSpares(ctx context.Context) {
 			return
 		}
 		var slots []int
-		for i, n := 0, countSpares(have); n+len(slots) < r.SpareGroups; i++ {
+		for i, n := 0, countFit(slices.Collect(maps.Values(have))); n+len(slots) < r.SpareGroups; i++ {
 			if _, ok := have[policy.SpareKey(i)]; !ok {
 				slots = append(slots, i)
 			}
@@ -131,17 +131,6 @@ func (r *Reconciler) refillSpares(ctx context.Context) {
 			log.V(2).Info("Made a spare policy group", "slot", i, "id", sg.ID)
 		})
 	})
-}
-
-// countSpares counts the spare groups of have that can be handed out as far as their rules tell.
-func countSpares(have map[string]openstack.SecurityGroup) int {
-	n := 0
-	for key, sg := range have {
-		if policy.IsSpare(key) && len(sg.Rules) == 0 {
-			n++
-		}
-	}
-	return n
 }
 
 // recycle turns groups nothing wants into spares while fewer than SpareGroups are ready (left), in the slots
