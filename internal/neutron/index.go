@@ -583,23 +583,18 @@ func (x *Index) Claims() []Claim {
 }
 
 // MarkDeferred records that a claim is handed out before Neutron is told (the pod's annotation carries it).
-func (x *Index) MarkDeferred(portID string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if c, ok := x.claims[portID]; ok {
-		c.deferred = true
-		x.claims[portID] = c
-		x.touch(portID)
-	}
-}
+func (x *Index) MarkDeferred(portID string) { x.mark(portID, func(c *claimed) { c.deferred = true }) }
 
 // MarkTagged records that Neutron shows the claim of a port by its pod's tags (a pool port bound in advance,
 // claimed without a port update): the port is the pod's, its name and device_id are still the pool's.
-func (x *Index) MarkTagged(portID string) {
+func (x *Index) MarkTagged(portID string) { x.mark(portID, func(c *claimed) { c.tagged = true }) }
+
+// mark changes the claim on a port, if there is one.
+func (x *Index) mark(portID string, f func(*claimed)) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if c, ok := x.claims[portID]; ok {
-		c.tagged = true
+		f(&c)
 		x.claims[portID] = c
 		x.touch(portID)
 	}

@@ -57,6 +57,15 @@ func CreateSpare(ctx context.Context, n openstack.Networking, cluster string, i 
 	} else if sg, err = n.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: name, Description: spareDescription}); err != nil {
 		return openstack.SecurityGroup{}, err
 	}
+	if err := makeSpare(ctx, n, cluster, sg, i); err != nil {
+		return *sg, err
+	}
+	return *sg, nil
+}
+
+// makeSpare deletes the rules of sg, then tags it as the spare of slot i (in sg too): a group tagged as a spare
+// never has rules, even to a reader that sees it in between.
+func makeSpare(ctx context.Context, n openstack.Networking, cluster string, sg *openstack.SecurityGroup, i int) error {
 	errs := make([]error, len(sg.Rules))
 	var wg sync.WaitGroup
 	for j, r := range sg.Rules {
@@ -64,15 +73,15 @@ func CreateSpare(ctx context.Context, n openstack.Networking, cluster string, i 
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return *sg, err
+		return err
 	}
 	sg.Rules = nil
 	tags := ownership.Owner{Cluster: cluster, Kind: ownership.KindPolicy, UID: SpareKey(i)}.Tags()
 	if err := n.ReplaceTags(ctx, openstack.ResourceSecurityGroups, sg.ID, tags); err != nil {
-		return *sg, err
+		return err
 	}
 	sg.Tags = tags
-	return *sg, nil
+	return nil
 }
 
 // Take makes spare sg the group of g with one tag request: from then on Read finds it under g's key.
@@ -90,17 +99,7 @@ func Rename(ctx context.Context, n openstack.Networking, cluster string, sg open
 // deleted before it is tagged as the spare, then it takes the spare's name. Cheaper than deleting it and
 // making a spare: one request per rule and two, where a new spare costs five.
 func Recycle(ctx context.Context, n openstack.Networking, cluster string, sg openstack.SecurityGroup, i int) error {
-	errs := make([]error, len(sg.Rules))
-	var wg sync.WaitGroup
-	for j, r := range sg.Rules {
-		wg.Go(func() { errs[j] = openstack.IgnoreNotFound(n.DeleteSecurityGroupRule(ctx, r.ID)) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	tags := ownership.Owner{Cluster: cluster, Kind: ownership.KindPolicy, UID: SpareKey(i)}.Tags()
-	if err := n.ReplaceTags(ctx, openstack.ResourceSecurityGroups, sg.ID, tags); err != nil {
+	if err := makeSpare(ctx, n, cluster, &sg, i); err != nil {
 		return err
 	}
 	return n.UpdateSecurityGroup(ctx, sg.ID, openstack.SecurityGroupSpec{Name: spareName(cluster, i), Description: spareDescription})
