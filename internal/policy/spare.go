@@ -57,10 +57,8 @@ func CreateSpare(ctx context.Context, n openstack.Networking, cluster string, i 
 	} else if sg, err = n.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: name, Description: spareDescription}); err != nil {
 		return openstack.SecurityGroup{}, err
 	}
-	if err := makeSpare(ctx, n, cluster, sg, i); err != nil {
-		return *sg, err
-	}
-	return *sg, nil
+	err = makeSpare(ctx, n, cluster, sg, i)
+	return *sg, err
 }
 
 // makeSpare deletes the rules of sg, then tags it as the spare of slot i (in sg too): a group tagged as a spare

@@ -179,7 +179,7 @@ func (r *Reconciler) recycle(ctx context.Context, groups, held []openstack.Secur
 func countFit(groups []openstack.SecurityGroup) int {
 	n := 0
 	for _, sg := range groups {
-		if o, ok := ownership.Parse(sg.Tags); ok && policy.IsSpare(o.UID) && len(sg.Rules) == 0 {
+		if o, ok := ownership.Parse(sg.Tags); ok && policy.IsSpare(o.UID) && policy.Clean(sg, nil) {
 			n++
 		}
 	}
