@@ -77,29 +77,42 @@ func Create(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, spe
 	return lb, refused, err
 }
 
-// monitorsFirstLimit is the most monitored pools a load balancer may have for its monitors to go before it
-// (one request each); one with more is deleted whole at once, and takes the risk MonitorsFirst describes.
-const monitorsFirstLimit = 8
+// monitoredFirstLimit is the most monitored pools a load balancer may have for their members to go before it
+// (one request each); one with more is deleted whole at once, and takes the risk MembersFirst describes.
+const monitoredFirstLimit = 8
 
 // Delete takes a load balancer one step towards gone: with everything on it, in one request. On a provider
-// with MonitorsFirst, a load balancer with a few monitored pools first loses its monitors, one per call while
-// it is ACTIVE (one in ERROR goes whole). Gone already is fine, and so is busy (Octavia is applying a change):
-// the caller asks again until the load balancer is gone.
+// with MembersFirst, a load balancer with a few monitored pools first loses those pools' members, one pool per
+// call while it is ACTIVE (one in ERROR goes whole). Gone already is fine, and so is busy (Octavia is applying
+// a change): the caller asks again until the load balancer is gone.
 func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb openstack.LoadBalancer) error {
-	if prov.MonitorsFirst && (lb.ProvisioningStatus == "ACTIVE" || lb.ProvisioningStatus == "PENDING_UPDATE") {
+	if prov.MembersFirst && (lb.ProvisioningStatus == "ACTIVE" || lb.ProvisioningStatus == "PENDING_UPDATE") {
 		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
 		if err != nil {
 			return openstack.IgnoreNotFound(err)
 		}
-		if n := len(tree.Monitors); n > 0 && n <= monitorsFirstLimit {
+		if pool, ok := monitoredWithMembers(tree); ok {
 			if lb.ProvisioningStatus != "ACTIVE" {
 				return nil
 			}
-			first := slices.Min(slices.Collect(maps.Keys(tree.Monitors)))
-			return ignoreGoneOrBusy(lbc.DeleteMonitor(ctx, tree.Monitors[first].ID))
+			return ignoreGoneOrBusy(lbc.ReplaceMembers(ctx, pool, nil))
 		}
 	}
 	return ignoreGoneOrBusy(lbc.DeleteLoadBalancer(ctx, lb.ID))
+}
+
+// monitoredWithMembers names the first monitored pool that still has members, when the load balancer has no
+// more than monitoredFirstLimit monitored pools.
+func monitoredWithMembers(tree openstack.StatusTree) (string, bool) {
+	if len(tree.Monitors) > monitoredFirstLimit {
+		return "", false
+	}
+	for _, pool := range slices.Sorted(maps.Keys(tree.Monitors)) {
+		if len(tree.Members[pool]) > 0 {
+			return pool, true
+		}
+	}
+	return "", false
 }
 
 // ignoreGoneOrBusy drops the errors of an object already gone or busy with another change.

@@ -30,12 +30,15 @@ type Provider struct {
 	// pass over every member of the pool (ovn-octavia-provider 3.0.0 maps each member's health-check source
 	// again, with Neutron calls). Several member changes then go faster without the monitor, made again after.
 	MonitorSlowsMembers bool
-	// MonitorsFirst: the monitors of a load balancer go before it. ovn-octavia-provider 3.0.0's agent may
-	// report a member's health-check verdict after a cascade delete has removed its listener; Octavia refuses
-	// that status, and the agent retries it for about 12 minutes (15 tries, backing off to 75 s) while every
-	// other event waits behind it: floating IPs on new VIPs are not programmed, verdicts are not applied.
-	// Without monitors, no verdict is pending when the load balancer goes.
-	MonitorsFirst bool
+	// MembersFirst: the monitored pools of a load balancer lose their members before it goes.
+	// ovn-octavia-provider 3.0.0's agent may report a member's health-check verdict after a cascade delete has
+	// removed its listener (a verdict it took from a service monitor that changed, or went, while the delete
+	// waited in its queue); Octavia refuses that status, and the agent retries it for about 12 minutes (15
+	// tries, backing off to 75 s) while every other event waits behind it: floating IPs on new VIPs are not
+	// programmed, verdicts are not applied. Without members, the agent finds no member for a late verdict and
+	// reports nothing. (Deleting the monitors first is not enough: the service monitors' own removal yields
+	// verdicts, and these can still come after the delete.)
+	MembersFirst bool
 }
 
 // Monitor is how a pool's health monitor probes: every Delay seconds (UDPConnectDelay for UDP-CONNECT, which
@@ -51,7 +54,7 @@ var providers = map[string]Provider{
 		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT", "SCTP": "SCTP"}},
 	// OVN load balancers hash the 5-tuple: SOURCE_IP_PORT is the one algorithm the provider accepts. Its
 	// health checks are OVN service monitors: TCP and UDP only.
-	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT", MonitorsFirst: true,
+	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT", MembersFirst: true,
 		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}},
 }
 

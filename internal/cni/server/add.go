@@ -35,6 +35,7 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ReadyTimeout)
 	defer cancel()
 
+	start := time.Now()
 	t, err := s.waitPort(ctx, pod)
 	var elsewhere *boundElsewhereError
 	var onOther *elsewhereError
@@ -55,6 +56,7 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("port", t.port.ID, "interface", spec.HostIfName))
 
+	plugStart := time.Now()
 	res, err := s.plug(ctx, req, pod, t, spec)
 	if err != nil {
 		return nil, s.fail(ctx, pod, ReasonPlugFailed, newError(types.ErrInternal, "pod %s, port %s: %w", pod, t.port.ID, err))
@@ -70,8 +72,9 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 		}
 		return nil, s.fail(ctx, pod, ReasonPlugFailed, newError(types.ErrInternal, "pod %s, port %s: %w", pod, t.port.ID, err))
 	}
-	klog.FromContext(ctx).V(1).Info("Pod plugged", "ip", spec.Address, "mac", spec.MAC, "mtu", spec.MTU,
-		"ovnInstalledAfter", time.Since(waitStart))
+	// Where an ADD spent its time: waiting for the port annotation, plugging, waiting for ovn-controller.
+	klog.FromContext(ctx).Info("Pod plugged", "ip", spec.Address, "mac", spec.MAC, "mtu", spec.MTU,
+		"portWait", plugStart.Sub(start), "plug", waitStart.Sub(plugStart), "ovnInstalledAfter", time.Since(waitStart))
 	return buildResult(spec, res, t.subnet, conf.CNIVersion)
 }
 

@@ -231,13 +231,13 @@ func TestServiceHealthMonitors(t *testing.T) {
 	})
 }
 
-func TestServiceDeletedMonitorsFirst(t *testing.T) {
+func TestServiceDeletedMembersFirst(t *testing.T) {
 	three := []svcPort{http, dns, metrics}
 	for _, tc := range []struct {
 		provider     string
-		monitorsGone int // monitors deleted one by one before the load balancer
+		poolsEmptied int // monitored pools whose members are removed, one by one, before the load balancer goes
 	}{{"ovn", 3}, {"amphora", 0}} {
-		t.Run("a deleted Service on "+tc.provider+" loses its load balancer, its monitors first where the provider needs it", func(t *testing.T) {
+		t.Run("a deleted Service on "+tc.provider+" loses its load balancer, its monitored pools' members first where the provider needs it", func(t *testing.T) {
 			w := newWorld(t, service(nil, three...), endpoints(three, []string{"10.244.0.5"}))
 			w.r.Provider = provider(t, tc.provider)
 			w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, UDPConnectDelay: 3, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
@@ -246,13 +246,14 @@ func TestServiceDeletedMonitorsFirst(t *testing.T) {
 			if !w.r.Provider.MakesVIPPort {
 				podPorts-- // the VIP port Raven made
 			}
-			monitors := len(w.o.LoadBalancers()[0].Monitors)
+			replaced := w.o.Calls["ReplaceMembers"]
 			deleteService(t, w)
 			w.mustConverge(t)
 			checkTornDown(t, w, podPorts)
-			if got := w.o.Calls["DeleteMonitor"]; got != tc.monitorsGone || w.o.Calls["DeleteLoadBalancer"] != 1 {
-				t.Fatalf("%d monitor deletes and %d load balancer deletes for %d monitors; want %d and 1",
-					got, w.o.Calls["DeleteLoadBalancer"], monitors, tc.monitorsGone)
+			got := w.o.Calls["ReplaceMembers"] - replaced
+			if got != tc.poolsEmptied || w.o.Calls["DeleteMonitor"] != 0 || w.o.Calls["DeleteLoadBalancer"] != 1 {
+				t.Fatalf("%d member replacements, %d monitor deletes and %d load balancer deletes; want %d, 0 and 1",
+					got, w.o.Calls["DeleteMonitor"], w.o.Calls["DeleteLoadBalancer"], tc.poolsEmptied)
 			}
 		})
 	}

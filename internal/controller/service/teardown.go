@@ -10,7 +10,7 @@ import (
 )
 
 // Teardown deletes every OpenStack object of the service with this UID: the floating IP, the load balancer
-// (cascade; on a provider with MonitorsFirst its health monitors before it) and, once Octavia has let go of it,
+// (cascade; on a provider with MembersFirst its monitored pools' members before it) and, once Octavia has let go of it,
 // the VIP port. It returns false while Octavia is still deleting. The reconciler and the sweep both use it.
 func Teardown(ctx context.Context, nm *neutron.Manager, lbc openstack.LoadBalancing, prov octavia.Provider, uid string) (bool, error) {
 	owner := ownership.Owner{Cluster: nm.C.ID, Kind: ownership.KindService, UID: uid}
