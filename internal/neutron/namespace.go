@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/klog/v2"
+
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
 )
@@ -108,15 +110,45 @@ func (m *Manager) DeleteNamespace(ctx context.Context, uid string) error {
 		m.X.DropPort(p.ID)
 	}
 	if nn.Subnet != nil {
-		if err := m.deleteSubnet(ctx, nn); err != nil {
-			return err
+		err := m.deleteSubnet(ctx, nn)
+		if openstack.KindOf(err) == openstack.KindConflict {
+			err = m.deleteUnknownPoolPorts(ctx, nn, func() error { return m.deleteSubnet(ctx, nn) })
+		}
+		if err != nil {
+			return inUse(err, "subnet", nn.Subnet.ID)
 		}
 	}
-	if err := m.N.DeleteNetwork(ctx, nn.Network.ID); err != nil && !openstack.IsNotFound(err) {
+	err := m.N.DeleteNetwork(ctx, nn.Network.ID)
+	if openstack.KindOf(err) == openstack.KindConflict {
+		err = m.deleteUnknownPoolPorts(ctx, nn, func() error { return m.N.DeleteNetwork(ctx, nn.Network.ID) })
+	}
+	if err != nil && !openstack.IsNotFound(err) {
 		return inUse(err, "network", nn.Network.ID)
 	}
 	m.X.DropNetwork(uid)
 	return nil
+}
+
+// deleteUnknownPoolPorts deletes the cluster's pool ports that Neutron holds on the namespace network and the
+// index does not (a bulk create whose answer was lost to a deadline made them), then tries again. A pod
+// port found there means a pod's port is still to be released.
+func (m *Manager) deleteUnknownPoolPorts(ctx context.Context, nn *NamespaceNet, again func() error) error {
+	ports, err := m.N.ListPorts(ctx, openstack.Filter{NetworkID: nn.Network.ID, Tags: ownership.ClusterSelector(m.C.ID)})
+	if err != nil {
+		return err
+	}
+	for _, p := range ports {
+		switch o, _ := ownership.Parse(p.Tags); o.Kind {
+		case ownership.KindPod:
+			return ErrPortsRemain
+		case ownership.KindPool:
+			if err := openstack.IgnoreNotFound(m.N.DeletePort(ctx, p.ID)); err != nil {
+				return err
+			}
+			klog.FromContext(ctx).Info("Deleted a pool port Raven had lost track of", "port", p.ID, "network", nn.Network.ID)
+		}
+	}
+	return again()
 }
 
 // deleteSubnet takes the namespace subnet off the cluster router, then deletes it.
@@ -127,10 +159,7 @@ func (m *Manager) deleteSubnet(ctx context.Context, nn *NamespaceNet) error {
 			return err
 		}
 	}
-	if err := m.N.DeleteSubnet(ctx, nn.Subnet.ID); err != nil && !openstack.IsNotFound(err) {
-		return inUse(err, "subnet", nn.Subnet.ID)
-	}
-	return nil
+	return openstack.IgnoreNotFound(m.N.DeleteSubnet(ctx, nn.Subnet.ID))
 }
 
 // listNamespaceNet asks Neutron for the namespace network the index does not hold, with its subnet; nil

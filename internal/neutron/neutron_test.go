@@ -161,8 +161,18 @@ func TestDeleteNamespace(t *testing.T) {
 		t.Fatal("Raven deleted a port it does not own")
 	}
 	delete(n.Ports, userPort.ID)
+	// A pool port the index never learnt of (a bulk create whose answer was lost to a deadline) is the
+	// cluster's: it goes with the network.
+	lost, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: nn.Network.ID, Name: "raven-pool",
+		Tags: ownership.Owner{Cluster: "c1", Kind: ownership.KindPool, Name: "ns"}.Tags()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := m.DeleteNamespace(ctx, "ns-uid"); err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := n.Ports[lost.ID]; ok {
+		t.Fatal("the pool port the index did not know is still there")
 	}
 	if _, ok := n.Nets[nn.Network.ID]; ok {
 		t.Fatal("network still there")
