@@ -270,11 +270,14 @@ func (r *Reconciler) releaseGone(ctx context.Context, namespace string) error {
 			errs = append(errs, err)
 			continue
 		}
-		if _, err := r.Neutron.ReleasePorts(ctx, o.UID); err != nil {
+		n, err := r.Neutron.ReleasePorts(ctx, o.UID)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		klog.FromContext(ctx).V(2).Info("Deleted port of deleted pod", "port", p.ID, "podUID", o.UID)
+		if n > 0 { // 0: another worker had it in hand
+			klog.FromContext(ctx).V(2).Info("Released port of deleted pod", "port", p.ID, "podUID", o.UID)
+		}
 	}
 	return errors.Join(errs...)
 }
