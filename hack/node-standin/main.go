@@ -41,7 +41,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file")
 	flag.StringVar(&o.node, "node-name", "standin-node", "name of the Node to register and bind pods to")
-	flag.IntVar(&o.workers, "workers", 16, "pods handled at once (an ADD may wait up to the plugin's timeout)")
+	flag.IntVar(&o.workers, "workers", 128, "pods handled at once, as a kubelet works on every pod of its node at once (an ADD may wait up to the plugin's timeout)")
 	flag.StringVar(&o.cniConfDir, "cni-conf-dir", "", "CNI configuration directory; with --cni-bin-dir, pods are plugged through CNI")
 	flag.StringVar(&o.cniBinDir, "cni-bin-dir", "", "CNI plugin directory (a list, separated by ':')")
 	flag.StringVar(&o.stateDir, "state-dir", "/run/raven-node-standin", "where the stand-in lists the sandboxes it made")

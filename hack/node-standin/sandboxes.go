@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	corev1 "k8s.io/api/core/v1"
@@ -65,17 +66,25 @@ func (s *sandboxes) ensure(ctx context.Context, pod *corev1.Pod) (string, error)
 			return "", err
 		}
 	}
+	start := time.Now()
 	netnsPath, err := createNetns(sb.Netns)
 	if err != nil {
 		return "", err
 	}
-	if !sb.Ready {
+	netnsDone := time.Now()
+	added := !sb.Ready
+	if added {
 		if err := s.add(ctx, pod, sb, netnsPath); err != nil {
 			return "", err
 		}
 	}
+	addDone := time.Now()
 	if err := s.serve(ctx, pod, sb, netnsPath); err != nil {
 		return "", err
+	}
+	if added {
+		logger.Info("Pod sandbox up", "startedAfterCreated", start.Sub(pod.CreationTimestamp.Time), "netns", netnsDone.Sub(start), "cniAdd", addDone.Sub(netnsDone),
+			"server", time.Since(addDone), "sinceCreated", time.Since(pod.CreationTimestamp.Time))
 	}
 	return sb.IP, nil
 }

@@ -23,6 +23,9 @@ type standin struct {
 	node  string
 	pods  cache.Indexer
 	queue workqueue.TypedRateLimitingInterface[string]
+	// binds holds the unscheduled pods to bind, the scheduler's part: apart from queue, whose workers may wait
+	// in a CNI ADD, so that binding a burst never waits for sandboxes.
+	binds workqueue.TypedRateLimitingInterface[string]
 	// sb is nil without CNI: the pod's IP then comes from its port annotation.
 	sb *sandboxes
 	// bind says this stand-in binds the pods that name no node to its own.
@@ -49,11 +52,20 @@ func run(ctx context.Context, o options) error {
 		cs: cs, node: o.node, pods: inf.GetIndexer(), sb: o.sandboxes(), bind: o.bind,
 		// A kubelet retries a failed sandbox with a backoff that stays within minutes.
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second)),
+		binds: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second)),
 	}
 	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			s.queue.Add(key)
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return
 		}
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+			if s.bind {
+				s.binds.Add(key)
+			}
+			return
+		}
+		s.queue.Add(key)
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
@@ -73,12 +85,19 @@ func run(ctx context.Context, o options) error {
 	logger.Info("node stand-in ready", "node", o.node, "cni", s.sb != nil)
 	for range o.workers {
 		go func() {
-			for s.next(ctx) {
+			for next(ctx, s.queue, s.sync) {
+			}
+		}()
+	}
+	for range bindWorkers {
+		go func() {
+			for next(ctx, s.binds, s.bindPod) {
 			}
 		}()
 	}
 	<-ctx.Done()
 	s.queue.ShutDown()
+	s.binds.ShutDown()
 	return nil
 }
 
@@ -113,19 +132,42 @@ func registerNode(ctx context.Context, cs kubernetes.Interface, name string) err
 	return err
 }
 
-func (s *standin) next(ctx context.Context) bool {
-	key, quit := s.queue.Get()
+// bindWorkers bind pods at once, as kube-scheduler does (its parallelism defaults to 16).
+const bindWorkers = 16
+
+// next hands the next key of q to handle, and retries it later when handle fails.
+func next(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], handle func(context.Context, string) error) bool {
+	key, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer s.queue.Done(key)
-	if err := s.sync(ctx, key); err != nil {
+	defer q.Done(key)
+	if err := handle(ctx, key); err != nil {
 		klog.FromContext(ctx).Info("Retrying pod", "pod", key, "err", err)
-		s.queue.AddRateLimited(key)
+		q.AddRateLimited(key)
 		return true
 	}
-	s.queue.Forget(key)
+	q.Forget(key)
 	return true
+}
+
+// bindPod binds an unscheduled pod to this node (the scheduler's part); the binding's update brings the pod
+// to queue.
+func (s *standin) bindPod(ctx context.Context, key string) error {
+	obj, exists, err := s.pods.GetByKey(key)
+	if err != nil || !exists {
+		return err
+	}
+	pod := obj.(*corev1.Pod)
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
+		Target: corev1.ObjectReference{Kind: "Node", Name: s.node}}
+	if err := s.cs.CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
 }
 
 func (s *standin) sync(ctx context.Context, key string) error {
@@ -137,20 +179,8 @@ func (s *standin) sync(ctx context.Context, key string) error {
 		return s.removeGone(ctx, key)
 	}
 	pod := obj.(*corev1.Pod)
-	pods := s.cs.CoreV1().Pods(pod.Namespace)
 	if pod.DeletionTimestamp != nil {
 		return s.finishDeletion(ctx, pod)
-	}
-	if pod.Spec.NodeName == "" {
-		if !s.bind {
-			return nil
-		}
-		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID},
-			Target: corev1.ObjectReference{Kind: "Node", Name: s.node}}
-		if err := pods.Bind(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsConflict(err) {
-			return err
-		}
-		return nil // the binding's update brings the pod back
 	}
 	if pod.Spec.NodeName != s.node || pod.Spec.HostNetwork {
 		return nil
