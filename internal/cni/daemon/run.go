@@ -54,7 +54,9 @@ func Run(ctx context.Context, o *Options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	vsctl := &ovs.VSCtl{DB: o.OVSDB, Bridge: o.Bridge, OVSRunDir: o.OVSRunDir, OVNRunDir: o.OVNRunDir}
+	watch := &ovs.Watch{DB: o.OVSDB}
+	go watch.Run(ctx)
+	vsctl := &ovs.VSCtl{DB: o.OVSDB, Bridge: o.Bridge, OVSRunDir: o.OVSRunDir, OVNRunDir: o.OVNRunDir, Watch: watch}
 	srv := server.New(server.Config{
 		Node: o.NodeName, ReadyTimeout: o.ReadyTimeout, Pods: pods, OVS: vsctl, Plumber: server.Netlink{DatapathNetns: o.DatapathNetns},
 		Recorder: recorder, Metrics: server.NewMetrics(reg),

@@ -33,7 +33,8 @@ var ErrNotInstalled = errors.New("ovn-installed not set")
 
 // Client is everything raven-node does with OVS, on one bridge.
 type Client interface {
-	// AddPort adds the named port to the bridge (or keeps it) and sets the Interface's external_ids.
+	// AddPort adds the named port to the bridge with these external_ids, replacing a port of that name
+	// (its Interface row is new: it carries nothing of a former plug).
 	AddPort(ctx context.Context, name string, externalIDs map[string]string) error
 	// DelPort removes the port from the bridge; a port that is not there is fine.
 	DelPort(ctx context.Context, name string) error

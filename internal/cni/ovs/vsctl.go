@@ -43,6 +43,9 @@ type VSCtl struct {
 	Timeout time.Duration
 	// Run runs the commands; ExecRunner when nil.
 	Run Runner
+	// Watch, when set and running, is what WaitInstalled waits on; without it, each wait is an ovs-vsctl
+	// wait-until of its own.
+	Watch *Watch
 }
 
 var _ Client = (*VSCtl)(nil)
@@ -73,11 +76,19 @@ func (v *VSCtl) vsctl(ctx context.Context, args ...string) ([]byte, error) {
 	return run(ctx, "ovs-vsctl", full...)
 }
 
-// AddPort implements Client.
+// AddPort implements Client. A port of that name is replaced, in the same transaction, so that the Interface
+// row is always new: no ovn-installed of a former plug stays on it. It does not wait for ovs-vswitchd to
+// apply the change (--no-wait): the caller waits for ovn-installed, which ovn-controller sets only once the
+// interface is in the datapath with its flows. Waiting for each reconfiguration as well serialised a burst
+// of plugs behind ovs-vswitchd.
 func (v *VSCtl) AddPort(ctx context.Context, name string, externalIDs map[string]string) error {
-	args := []string{"--may-exist", "add-port", v.Bridge, name, "--", "set", "Interface", name}
+	args := []string{"--no-wait", "--", "--if-exists", "del-port", v.Bridge, name,
+		"--", "add-port", v.Bridge, name, "--", "set", "Interface", name}
 	for _, k := range slices.Sorted(maps.Keys(externalIDs)) {
 		args = append(args, fmt.Sprintf("external_ids:%s=%s", k, quote(externalIDs[k])))
+	}
+	if v.Watch != nil {
+		v.Watch.expect(name)
 	}
 	if _, err := v.vsctl(ctx, args...); err != nil {
 		return fmt.Errorf("adding port %s to bridge %s: %w", name, v.Bridge, err)
@@ -134,6 +145,9 @@ func (v *VSCtl) Interfaces(ctx context.Context) ([]Interface, error) {
 // WaitInstalled implements Client. ovs-vsctl wait-until blocks on the database until the key appears
 // (or the interface does): no polling.
 func (v *VSCtl) WaitInstalled(ctx context.Context, name string) error {
+	if v.Watch != nil {
+		return v.Watch.WaitInstalled(ctx, name)
+	}
 	_, err := v.vsctl(ctx, "wait-until", "Interface", name, KeyOVNInstalledCondition)
 	if err == nil {
 		return nil

@@ -39,7 +39,7 @@ func TestVSCtlCalls(t *testing.T) {
 			do: func(ctx context.Context, v *VSCtl) error {
 				return v.AddPort(ctx, "tapX", map[string]string{"iface-id": "p1", "raven-pod": "ns/a b"})
 			},
-			want: []string{"ovs-vsctl", "--timeout=10", "--db=unix:/tmp/db.sock", "--may-exist", "add-port", "br-int", "tapX",
+			want: []string{"ovs-vsctl", "--timeout=10", "--db=unix:/tmp/db.sock", "--no-wait", "--", "--if-exists", "del-port", "br-int", "tapX", "--", "add-port", "br-int", "tapX",
 				"--", "set", "Interface", "tapX", `external_ids:iface-id="p1"`, `external_ids:raven-pod="ns/a b"`},
 		},
 		{

@@ -178,22 +178,11 @@ func (s *Server) plug(ctx context.Context, req wire.Request, pod wire.Pod, t tar
 	return res, nil
 }
 
-// takeOver removes the port's interface as a former sandbox (of this pod, or a failed ADD) left it, so that
-// ovn-installed can only come from this plug.
+// takeOver removes the host end of the veth a former sandbox (of this pod, or a failed ADD) left; AddPort
+// replaces its OVS port with a new one, so that ovn-installed can only come from this plug.
 func (s *Server) takeOver(ctx context.Context, hostIfName string) error {
-	iface, ok, err := s.cfg.OVS.Interface(ctx, hostIfName)
-	if err != nil {
-		return err
-	}
-	if ok {
-		klog.FromContext(ctx).V(1).Info("Replacing the port's interface left by another sandbox",
-			"formerSandbox", iface.ExternalIDs[ovs.KeySandbox], "formerPod", iface.ExternalIDs[ovs.KeyPod])
-		if err := s.cfg.OVS.DelPort(ctx, hostIfName); err != nil {
-			return err
-		}
-	}
 	if err := s.cfg.Plumber.Teardown(ctx, "", "", hostIfName); err != nil {
-		return fmt.Errorf("removing the interface left by sandbox %s: %w", iface.ExternalIDs[ovs.KeySandbox], err)
+		return fmt.Errorf("removing the interface %s a former sandbox left: %w", hostIfName, err)
 	}
 	return nil
 }

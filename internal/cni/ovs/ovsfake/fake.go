@@ -44,12 +44,11 @@ func (o *OVS) AddPort(_ context.Context, name string, ids map[string]string) err
 	if o.AddPortErr != nil {
 		return o.AddPortErr
 	}
-	cur, ok := o.ifaces[name]
-	if !ok {
+	cur := maps.Clone(ids) // a new row: nothing of a former plug stays
+	if cur == nil {
 		cur = map[string]string{}
-		o.ifaces[name] = cur
 	}
-	maps.Copy(cur, ids)
+	o.ifaces[name] = cur
 	if !o.NoOVNController {
 		cur[ovs.KeyOVNInstalled] = "true"
 	}

@@ -1,0 +1,188 @@
+package ovs
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Watch follows which interfaces carry ovn-installed through one `ovsdb-client monitor` of the Interface
+// table, so that any number of plugs waiting at once cost one database client, where an `ovs-vsctl
+// wait-until` per plug made ovsdb-server feed every change to every waiter.
+type Watch struct {
+	// DB is the database server, as ovs-vsctl's --db (empty: ovsdb-client's default).
+	DB string
+	// Start starts the monitor and returns its output; execMonitor when nil (the seam for tests).
+	Start func(ctx context.Context, db string) (io.ReadCloser, func() error, error)
+
+	mu        sync.Mutex
+	installed map[string]bool // by interface name, from the current monitor's rows
+	// pending names the interfaces AddPort is making again: what the monitor shows of them is their former
+	// row's until it shows the new row's insert.
+	pending map[string]bool
+	changed chan struct{} // closed and replaced on every update
+}
+
+// execMonitor runs ovsdb-client monitor on the Interface table's name and external_ids, one JSON update
+// per line.
+func execMonitor(ctx context.Context, db string) (io.ReadCloser, func() error, error) {
+	args := []string{"monitor", "--format=json", "--data=json"}
+	if db != "" {
+		args = append(args, db)
+	}
+	cmd := exec.CommandContext(ctx, "ovsdb-client", append(args, "Open_vSwitch", "Interface", "name,external_ids")...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("starting ovsdb-client monitor: %w", err)
+	}
+	return out, cmd.Wait, nil
+}
+
+// Run keeps the monitor running until ctx ends, starting it again (after a second) when it stops, for
+// example when ovsdb-server restarts.
+func (w *Watch) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	for ctx.Err() == nil {
+		if err := w.follow(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Following the OVS Interface table; starting again in 1 s")
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// follow runs one monitor to its end: its first update is the whole table.
+func (w *Watch) follow(ctx context.Context) error {
+	start := w.Start
+	if start == nil {
+		start = execMonitor
+	}
+	out, wait, err := start(ctx, w.DB)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = out.Close(); _ = wait() }()
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
+	first := true
+	for sc.Scan() {
+		if err := w.apply(sc.Bytes(), first); err != nil {
+			return err
+		}
+		first = false
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading ovsdb-client monitor: %w", err)
+	}
+	return fmt.Errorf("ovsdb-client monitor ended")
+}
+
+// apply takes one update: rows of name and external_ids, each with its action. initial, insert and new
+// rows carry the whole row; old rows only what changed, and are skipped; delete rows name what went. The
+// first update replaces everything known.
+func (w *Watch) apply(line []byte, first bool) error {
+	var t table
+	if err := json.Unmarshal(line, &t); err != nil {
+		return fmt.Errorf("parsing ovsdb-client monitor output: %w", err)
+	}
+	action, name, ids := -1, -1, -1
+	for i, h := range t.Headings {
+		switch h {
+		case "action":
+			action = i
+		case "name":
+			name = i
+		case "external_ids":
+			ids = i
+		}
+	}
+	if action < 0 || name < 0 || ids < 0 {
+		return fmt.Errorf("parsing ovsdb-client monitor output: columns action, name and external_ids missing in %v", t.Headings)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if first || w.installed == nil {
+		w.installed = map[string]bool{}
+	}
+	for _, row := range t.Data {
+		if len(row) <= max(action, name, ids) {
+			return fmt.Errorf("parsing ovsdb-client monitor output: short row %d", len(row))
+		}
+		var act, n string
+		if err := json.Unmarshal(row[action], &act); err != nil {
+			return fmt.Errorf("parsing ovsdb-client monitor output: action: %w", err)
+		}
+		if act == "old" {
+			continue
+		}
+		if err := json.Unmarshal(row[name], &n); err != nil {
+			return fmt.Errorf("parsing ovsdb-client monitor output: interface name: %w", err)
+		}
+		if act == "delete" {
+			delete(w.installed, n)
+			continue
+		}
+		if act == "initial" || act == "insert" {
+			delete(w.pending, n)
+		}
+		m, err := parseMap(row[ids])
+		if err != nil {
+			return fmt.Errorf("parsing ovsdb-client monitor output: external_ids of %s: %w", n, err)
+		}
+		w.installed[n] = Interface{Name: n, ExternalIDs: m}.Installed()
+	}
+	w.notify()
+	return nil
+}
+
+// notify wakes every waiter; the caller holds mu.
+func (w *Watch) notify() {
+	if w.changed != nil {
+		close(w.changed)
+	}
+	w.changed = make(chan struct{})
+}
+
+// expect marks the interface as being made again: until the monitor shows its new row, it is not installed.
+func (w *Watch) expect(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending == nil {
+		w.pending = map[string]bool{}
+	}
+	w.pending[name] = true
+}
+
+// WaitInstalled returns when the monitor shows the interface's current row with ovn-installed=true, or an
+// error wrapping ErrNotInstalled when ctx ends first.
+func (w *Watch) WaitInstalled(ctx context.Context, name string) error {
+	for {
+		w.mu.Lock()
+		ok := w.installed[name] && !w.pending[name]
+		if w.changed == nil {
+			w.changed = make(chan struct{})
+		}
+		changed := w.changed
+		w.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("interface %s: %w", name, ErrNotInstalled)
+		case <-changed:
+		}
+	}
+}
