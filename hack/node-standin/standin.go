@@ -54,21 +54,8 @@ func run(ctx context.Context, o options) error {
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second)),
 		binds: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second)),
 	}
-	enqueue := func(obj any) {
-		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		if err != nil {
-			return
-		}
-		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
-			if s.bind {
-				s.binds.Add(key)
-			}
-			return
-		}
-		s.queue.Add(key)
-	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue,
+		AddFunc: s.enqueue, UpdateFunc: func(_, o any) { s.enqueue(o) }, DeleteFunc: s.enqueue,
 	}); err != nil {
 		return err
 	}
@@ -83,22 +70,37 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	logger.Info("node stand-in ready", "node", o.node, "cni", s.sb != nil)
-	for range o.workers {
-		go func() {
-			for next(ctx, s.queue, s.sync) {
-			}
-		}()
-	}
-	for range bindWorkers {
-		go func() {
-			for next(ctx, s.binds, s.bindPod) {
-			}
-		}()
-	}
+	work(ctx, o.workers, s.queue, s.sync)
+	work(ctx, bindWorkers, s.binds, s.bindPod)
 	<-ctx.Done()
 	s.queue.ShutDown()
 	s.binds.ShutDown()
 	return nil
+}
+
+// enqueue hands an unscheduled pod to binds (when this stand-in binds), any other to queue.
+func (s *standin) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+		if s.bind {
+			s.binds.Add(key)
+		}
+		return
+	}
+	s.queue.Add(key)
+}
+
+// work starts n workers that hand q's keys to handle until q shuts down.
+func work(ctx context.Context, n int, q workqueue.TypedRateLimitingInterface[string], handle func(context.Context, string) error) {
+	for range n {
+		go func() {
+			for next(ctx, q, handle) {
+			}
+		}()
+	}
 }
 
 // livePods maps namespace/name to UID for the pods bound to this node.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -97,19 +98,9 @@ func (w *Watch) apply(line []byte, first bool) error {
 	if err := json.Unmarshal(line, &t); err != nil {
 		return fmt.Errorf("parsing ovsdb-client monitor output: %w", err)
 	}
-	action, name, ids := -1, -1, -1
-	for i, h := range t.Headings {
-		switch h {
-		case "action":
-			action = i
-		case "name":
-			name = i
-		case "external_ids":
-			ids = i
-		}
-	}
-	if action < 0 || name < 0 || ids < 0 {
-		return fmt.Errorf("parsing ovsdb-client monitor output: columns action, name and external_ids missing in %v", t.Headings)
+	cols, err := monitorColumns(t.Headings)
+	if err != nil {
+		return err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -117,33 +108,60 @@ func (w *Watch) apply(line []byte, first bool) error {
 		w.installed = map[string]bool{}
 	}
 	for _, row := range t.Data {
-		if len(row) <= max(action, name, ids) {
-			return fmt.Errorf("parsing ovsdb-client monitor output: short row %d", len(row))
+		if err := w.applyRow(cols, row); err != nil {
+			return fmt.Errorf("parsing ovsdb-client monitor output: %w", err)
 		}
-		var act, n string
-		if err := json.Unmarshal(row[action], &act); err != nil {
-			return fmt.Errorf("parsing ovsdb-client monitor output: action: %w", err)
-		}
-		if act == "old" {
-			continue
-		}
-		if err := json.Unmarshal(row[name], &n); err != nil {
-			return fmt.Errorf("parsing ovsdb-client monitor output: interface name: %w", err)
-		}
-		if act == "delete" {
-			delete(w.installed, n)
-			continue
-		}
-		if act == "initial" || act == "insert" {
-			delete(w.pending, n)
-		}
-		m, err := parseMap(row[ids])
-		if err != nil {
-			return fmt.Errorf("parsing ovsdb-client monitor output: external_ids of %s: %w", n, err)
-		}
-		w.installed[n] = Interface{Name: n, ExternalIDs: m}.Installed()
 	}
 	w.notify()
+	return nil
+}
+
+// monitorColumns finds the action, name and external_ids columns.
+func monitorColumns(headings []string) ([3]int, error) {
+	cols := [3]int{-1, -1, -1}
+	for i, h := range headings {
+		switch h {
+		case "action":
+			cols[0] = i
+		case "name":
+			cols[1] = i
+		case "external_ids":
+			cols[2] = i
+		}
+	}
+	if slices.Contains(cols[:], -1) {
+		return cols, fmt.Errorf("parsing ovsdb-client monitor output: columns action, name and external_ids missing in %v", headings)
+	}
+	return cols, nil
+}
+
+// applyRow takes one row; the caller holds mu.
+func (w *Watch) applyRow(cols [3]int, row []json.RawMessage) error {
+	if len(row) <= slices.Max(cols[:]) {
+		return fmt.Errorf("short row %d", len(row))
+	}
+	var act, n string
+	if err := json.Unmarshal(row[cols[0]], &act); err != nil {
+		return fmt.Errorf("action: %w", err)
+	}
+	if act == "old" {
+		return nil
+	}
+	if err := json.Unmarshal(row[cols[1]], &n); err != nil {
+		return fmt.Errorf("interface name: %w", err)
+	}
+	if act == "delete" {
+		delete(w.installed, n)
+		return nil
+	}
+	if act == "initial" || act == "insert" {
+		delete(w.pending, n)
+	}
+	m, err := parseMap(row[cols[2]])
+	if err != nil {
+		return fmt.Errorf("external_ids of %s: %w", n, err)
+	}
+	w.installed[n] = Interface{Name: n, ExternalIDs: m}.Installed()
 	return nil
 }
 
