@@ -16,28 +16,27 @@ const (
 	deleteLine  = `{"data":[["u2","delete","tapA",["map",[["iface-id","a"],["ovn-installed","true"]]]]],"headings":["row","action","name","external_ids"]}`
 )
 
-// fakeMonitor is a monitor whose output the test writes.
-func fakeMonitor(t *testing.T) (*Watch, *io.PipeWriter) {
+// fakeMonitor is a monitor whose output the test writes, a line at a time, with write.
+func fakeMonitor(t *testing.T) (w *Watch, write func(line string)) {
 	t.Helper()
 	r, wr := io.Pipe()
-	w := &Watch{Start: func(context.Context, string) (io.ReadCloser, func() error, error) {
+	w = &Watch{Start: func(context.Context, string) (io.ReadCloser, func() error, error) {
 		return r, func() error { return nil }, nil
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.follow(ctx) }()
 	t.Cleanup(func() { cancel(); _ = wr.Close(); <-done })
-	return w, wr
-}
-
-func TestWatchWaitInstalled(t *testing.T) {
-	w, out := fakeMonitor(t)
-	write := func(line string) {
+	return w, func(line string) {
 		t.Helper()
-		if _, err := io.WriteString(out, line+"\n"); err != nil {
+		if _, err := io.WriteString(wr, line+"\n"); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+func TestWatchWaitInstalled(t *testing.T) {
+	w, write := fakeMonitor(t)
 	write(initialLine)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -84,13 +83,7 @@ func TestWatchWaitInstalled(t *testing.T) {
 // An interface made again under its name shows its former row's key until the monitor shows the new row:
 // the wait is for the new row's key.
 func TestWatchWaitsForTheNewRow(t *testing.T) {
-	w, out := fakeMonitor(t)
-	write := func(line string) {
-		t.Helper()
-		if _, err := io.WriteString(out, line+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w, write := fakeMonitor(t)
 	write(initialLine) // tapA installed
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
