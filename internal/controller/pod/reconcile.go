@@ -152,7 +152,8 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutro
 		return port, err
 	}
 	if created {
-		log.V(2).Info("Created port", "port", port.ID, "ip", firstIP(port.FixedIPs), "node", pod.Spec.NodeName)
+		// New to this pod: created for it, or taken from a pool.
+		log.V(2).Info("Gave the pod a port", "port", port.ID, "ip", firstIP(port.FixedIPs), "node", pod.Spec.NodeName)
 		// A pod deleted and created again under the same name: the old one's port goes now, not at the sweep.
 		if err := r.releaseNamesake(ctx, pod, nn); err != nil {
 			log.Error(err, "Releasing the port of an earlier pod of the same name; the resync will retry")
