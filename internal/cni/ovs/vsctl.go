@@ -142,8 +142,8 @@ func (v *VSCtl) Interfaces(ctx context.Context) ([]Interface, error) {
 	return slices.DeleteFunc(all, func(i Interface) bool { return !onBridge[i.Name] }), nil
 }
 
-// WaitInstalled implements Client. ovs-vsctl wait-until blocks on the database until the key appears
-// (or the interface does): no polling.
+// WaitInstalled implements Client: through Watch when there is one, else with an ovs-vsctl wait-until, which
+// blocks on the database until the key appears (or the interface does): no polling either way.
 func (v *VSCtl) WaitInstalled(ctx context.Context, name string) error {
 	if v.Watch != nil {
 		return v.Watch.WaitInstalled(ctx, name)

@@ -2,12 +2,15 @@ package ovs
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +42,8 @@ func execMonitor(ctx context.Context, db string) (io.ReadCloser, func() error, e
 		args = append(args, db)
 	}
 	cmd := exec.CommandContext(ctx, "ovsdb-client", append(args, "Open_vSwitch", "Interface", "name,external_ids")...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, nil, err
@@ -46,7 +51,13 @@ func execMonitor(ctx context.Context, db string) (io.ReadCloser, func() error, e
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("starting ovsdb-client monitor: %w", err)
 	}
-	return out, cmd.Wait, nil
+	wait := func() error {
+		if err := cmd.Wait(); err != nil {
+			return fmt.Errorf("ovsdb-client monitor: %w: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		return nil
+	}
+	return out, wait, nil
 }
 
 // Run keeps the monitor running until ctx ends, starting it again (after a second) when it stops, for
@@ -64,17 +75,27 @@ func (w *Watch) Run(ctx context.Context) {
 	}
 }
 
-// follow runs one monitor to its end: its first update is the whole table.
+// follow runs one monitor to its end: its first update is the whole table. The monitor is stopped when
+// follow returns early (output it cannot read).
 func (w *Watch) follow(ctx context.Context) error {
 	start := w.Start
 	if start == nil {
 		start = execMonitor
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	out, wait, err := start(ctx, w.DB)
 	if err != nil {
+		cancel()
 		return err
 	}
-	defer func() { _ = out.Close(); _ = wait() }()
+	waited := false
+	defer func() {
+		cancel()
+		_ = out.Close()
+		if !waited {
+			_ = wait()
+		}
+	}()
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
 	first := true
@@ -87,7 +108,11 @@ func (w *Watch) follow(ctx context.Context) error {
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("reading ovsdb-client monitor: %w", err)
 	}
-	return fmt.Errorf("ovsdb-client monitor ended")
+	waited = true
+	if err := wait(); err != nil {
+		return err
+	}
+	return errors.New("ovsdb-client monitor ended")
 }
 
 // apply takes one update: rows of name and external_ids, each with its action. initial, insert and new

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -120,6 +121,37 @@ func TestWatchRejectsBadOutput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := (&Watch{}).apply([]byte(tc.line), true); err == nil {
 				t.Fatalf("apply(%s) = nil, want an error", tc.line)
+			}
+		})
+	}
+}
+
+// A monitor whose output cannot be read is stopped; one that ends says how, with what it printed.
+func TestWatchFollowEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name, output string
+		waitErr      error
+		want         string
+		stopped      bool // follow stops the monitor before it waits for it
+	}{
+		{"unreadable output", "monitor: connection refused\n", nil, "parsing ovsdb-client monitor output", true},
+		{"monitor exits", initialLine + "\n", errors.New("ovsdb-client monitor: exit status 1: database went away"), "database went away", false},
+		{"monitor ends cleanly", initialLine + "\n", nil, "ovsdb-client monitor ended", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stopped bool
+			w := &Watch{Start: func(ctx context.Context, _ string) (io.ReadCloser, func() error, error) {
+				return io.NopCloser(strings.NewReader(tc.output)), func() error {
+					stopped = ctx.Err() != nil
+					return tc.waitErr
+				}, nil
+			}}
+			err := w.follow(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("follow = %v, want an error containing %q", err, tc.want)
+			}
+			if stopped != tc.stopped {
+				t.Fatalf("monitor stopped before the wait: %v, want %v", stopped, tc.stopped)
 			}
 		})
 	}
