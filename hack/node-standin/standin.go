@@ -50,9 +50,7 @@ func run(ctx context.Context, o options) error {
 	inf := factory.Core().V1().Pods().Informer()
 	s := &standin{
 		cs: cs, node: o.node, pods: inf.GetIndexer(), sb: o.sandboxes(), bind: o.bind,
-		// A kubelet retries a failed sandbox with a backoff that stays within minutes.
-		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second)),
-		binds: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second)),
+		queue: newQueue(), binds: newQueue(),
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: s.enqueue, UpdateFunc: func(_, o any) { s.enqueue(o) }, DeleteFunc: s.enqueue,
@@ -132,6 +130,11 @@ func registerNode(ctx context.Context, cs kubernetes.Interface, name string) err
 	created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
 	_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	return err
+}
+
+// newQueue retries a failed key with a backoff that stays within minutes, as a kubelet retries a sandbox.
+func newQueue() workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second))
 }
 
 // bindWorkers bind pods at once, as kube-scheduler does (its parallelism defaults to 16).

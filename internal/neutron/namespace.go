@@ -110,29 +110,27 @@ func (m *Manager) DeleteNamespace(ctx context.Context, uid string) error {
 		m.X.DropPort(p.ID)
 	}
 	if nn.Subnet != nil {
-		err := m.deleteSubnet(ctx, nn)
-		if openstack.KindOf(err) == openstack.KindConflict {
-			err = m.deleteUnknownPoolPorts(ctx, nn, func() error { return m.deleteSubnet(ctx, nn) })
-		}
-		if err != nil {
+		if err := m.deleteInUse(ctx, nn, func() error { return m.deleteSubnet(ctx, nn) }); err != nil {
 			return inUse(err, "subnet", nn.Subnet.ID)
 		}
 	}
-	err := m.N.DeleteNetwork(ctx, nn.Network.ID)
-	if openstack.KindOf(err) == openstack.KindConflict {
-		err = m.deleteUnknownPoolPorts(ctx, nn, func() error { return m.N.DeleteNetwork(ctx, nn.Network.ID) })
-	}
-	if err != nil && !openstack.IsNotFound(err) {
+	del := func() error { return openstack.IgnoreNotFound(m.N.DeleteNetwork(ctx, nn.Network.ID)) }
+	if err := m.deleteInUse(ctx, nn, del); err != nil {
 		return inUse(err, "network", nn.Network.ID)
 	}
 	m.X.DropNetwork(uid)
 	return nil
 }
 
-// deleteUnknownPoolPorts deletes the cluster's pool ports that Neutron holds on the namespace network and the
-// index does not (a bulk create whose answer was lost to a deadline made them), then tries again. A pod
-// port found there means a pod's port is still to be released.
-func (m *Manager) deleteUnknownPoolPorts(ctx context.Context, nn *NamespaceNet, again func() error) error {
+// deleteInUse runs del; when Neutron answers that the object is still in use, it deletes the cluster's pool
+// ports that Neutron holds on the namespace network and the index does not (a bulk create whose answer was
+// lost to a deadline made them), then runs del again. A pod port found there means a pod's port is still to
+// be released.
+func (m *Manager) deleteInUse(ctx context.Context, nn *NamespaceNet, del func() error) error {
+	err := del()
+	if openstack.KindOf(err) != openstack.KindConflict {
+		return err
+	}
 	ports, err := m.N.ListPorts(ctx, openstack.Filter{NetworkID: nn.Network.ID, Tags: ownership.ClusterSelector(m.C.ID)})
 	if err != nil {
 		return err
@@ -148,7 +146,7 @@ func (m *Manager) deleteUnknownPoolPorts(ctx context.Context, nn *NamespaceNet, 
 			klog.FromContext(ctx).Info("Deleted a pool port Raven had lost track of", "port", p.ID, "network", nn.Network.ID)
 		}
 	}
-	return again()
+	return del()
 }
 
 // deleteSubnet takes the namespace subnet off the cluster router, then deletes it.
