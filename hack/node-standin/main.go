@@ -6,7 +6,8 @@
 // backoff, like a kubelet, until it succeeds), starts a process in the namespace that answers on the
 // pod's containerPorts (TCP and UDP as declared) with the pod's name and a newline, and then sets the
 // pod's IP from the CNI result and marks it Ready. Without those flags it copies the IP of the pod's port
-// annotation instead. A pod being deleted gets its DEL, loses its process and namespace, and is finished,
+// annotation instead. A hostNetwork pod gets neither: it is marked Ready with the node's IP, as a kubelet
+// runs it in the node's namespace. A pod being deleted gets its DEL, loses its process and namespace, and is finished,
 // as a kubelet does when its containers stop. Without it, EndpointSlices stay empty and pods keep
 // Terminating forever.
 //

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,10 +27,28 @@ type standin struct {
 	// binds holds the unscheduled pods to bind, the scheduler's part: apart from queue, whose workers may wait
 	// in a CNI ADD, so that binding a burst never waits for sandboxes.
 	binds workqueue.TypedRateLimitingInterface[string]
+	mu    sync.Mutex // guards the times in seen
 	// sb is nil without CNI: the pod's IP then comes from its port annotation.
 	sb *sandboxes
 	// bind says this stand-in binds the pods that name no node to its own.
 	bind bool
+	// seen keeps, by pod key, when the pod was first seen unbound, when its binding returned, and when it was
+	// first seen bound here: the "Pod sandbox up" log line says where a pod's time went before its sandbox.
+	seen sync.Map
+}
+
+// podSeen is what seen keeps of one pod.
+type podSeen struct{ unbound, bindDone, bound time.Time }
+
+// mark sets the time that pick chooses in the pod's entry to now, unless it is set already.
+func (s *standin) mark(key string, pick func(*podSeen) *time.Time) {
+	v, _ := s.seen.LoadOrStore(key, &podSeen{})
+	ps := v.(*podSeen)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := pick(ps); t.IsZero() {
+		*t = time.Now()
+	}
 }
 
 func run(ctx context.Context, o options) error {
@@ -83,10 +102,14 @@ func (s *standin) enqueue(obj any) {
 		return
 	}
 	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+		s.mark(key, func(ps *podSeen) *time.Time { return &ps.unbound })
 		if s.bind {
 			s.binds.Add(key)
 		}
 		return
+	}
+	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == s.node {
+		s.mark(key, func(ps *podSeen) *time.Time { return &ps.bound })
 	}
 	s.queue.Add(key)
 }
@@ -127,18 +150,22 @@ func registerNode(ctx context.Context, cs kubernetes.Interface, name string) err
 		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "StandIn",
 		Message: "node stand-in: no kubelet runs here", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
 	}}
-	created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: nodeIP}}
 	_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	return err
 }
+
+// nodeIP is the InternalIP every stand-in node reports, and so the IP of its hostNetwork pods.
+const nodeIP = "127.0.0.1"
 
 // newQueue retries a failed key with a backoff that stays within minutes, as a kubelet retries a sandbox.
 func newQueue() workqueue.TypedRateLimitingInterface[string] {
 	return workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second))
 }
 
-// bindWorkers bind pods at once, as kube-scheduler does (its parallelism defaults to 16).
-const bindWorkers = 16
+// bindWorkers bind pods at once. kube-scheduler picks nodes one pod at a time but binds each pod in a
+// goroutine of its own, without a limit: a burst is bound at once.
+const bindWorkers = 128
 
 // next hands the next key of q to handle, and retries it later when handle fails.
 func next(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], handle func(context.Context, string) error) bool {
@@ -172,6 +199,7 @@ func (s *standin) bindPod(ctx context.Context, key string) error {
 	if err := s.cs.CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsConflict(err) {
 		return err
 	}
+	s.mark(key, func(ps *podSeen) *time.Time { return &ps.bindDone })
 	return nil
 }
 
@@ -187,8 +215,15 @@ func (s *standin) sync(ctx context.Context, key string) error {
 	if pod.DeletionTimestamp != nil {
 		return s.finishDeletion(ctx, pod)
 	}
-	if pod.Spec.NodeName != s.node || pod.Spec.HostNetwork {
+	if pod.Spec.NodeName != s.node {
 		return nil
+	}
+	if pod.Spec.HostNetwork {
+		// A kubelet runs such a pod in the node's network namespace, without CNI: its IP is the node's.
+		if isTerminal(pod) {
+			return nil
+		}
+		return s.markReady(ctx, pod, nodeIP)
 	}
 	if isTerminal(pod) {
 		if s.sb != nil {
@@ -196,15 +231,33 @@ func (s *standin) sync(ctx context.Context, key string) error {
 		}
 		return nil
 	}
-	ip, err := s.podIP(ctx, pod)
+	ip, err := s.podIP(s.withSeen(ctx, key), pod)
 	if err != nil || ip == "" {
 		return err
 	}
 	return s.markReady(ctx, pod, ip)
 }
 
+// withSeen adds to ctx's logger where the pod's time went before this sync: from first seen unbound to its
+// binding's return, to first seen bound, to now.
+func (s *standin) withSeen(ctx context.Context, key string) context.Context {
+	v, ok := s.seen.Load(key)
+	if !ok {
+		return ctx
+	}
+	ps := v.(*podSeen)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ps.unbound.IsZero() || ps.bindDone.IsZero() || ps.bound.IsZero() {
+		return ctx
+	}
+	return klog.NewContext(ctx, klog.FromContext(ctx).WithValues("bindCall", ps.bindDone.Sub(ps.unbound),
+		"boundSeen", ps.bound.Sub(ps.bindDone), "syncAfterBoundSeen", time.Since(ps.bound)))
+}
+
 // removeGone removes the sandbox of a pod that is gone from the API.
 func (s *standin) removeGone(ctx context.Context, key string) error {
+	s.seen.Delete(key)
 	if s.sb == nil {
 		return nil
 	}
@@ -265,8 +318,8 @@ func (s *standin) markReady(ctx context.Context, pod *corev1.Pod, ip string) err
 	now := metav1.Now()
 	p := pod.DeepCopy()
 	p.Status.Phase = corev1.PodRunning
-	p.Status.HostIP = "127.0.0.1"
-	p.Status.HostIPs = []corev1.HostIP{{IP: "127.0.0.1"}}
+	p.Status.HostIP = nodeIP
+	p.Status.HostIPs = []corev1.HostIP{{IP: nodeIP}}
 	p.Status.PodIP = ip
 	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
 	if p.Status.StartTime == nil {
