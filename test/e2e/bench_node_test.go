@@ -35,6 +35,7 @@ var (
 	benchNodeSeq    = flag.Int("bench.node-seq", 20, "single bound port creates timed for the node benchmark's Neutron floor")
 	benchNodePhases = flag.String("bench.node-phases", "pools_off,pools_warm,pools_warm_per_node", "the node benchmark's phases after its floors")
 	benchNodeOut    = flag.String("bench.node-out", "bench/results/node", "where the node benchmark writes latest.json and latest.md")
+	benchNodePodsTo = flag.String("bench.node-pods-to", "", "when set, a file each phase appends one line per pod to: created → annotation seen, Ready seen, answered (ms)")
 	nodeComponents  = []string{"raven-node", "ovs-vswitchd", "ovsdb-server", "ovn-controller", "node-standin", "neutron-server"}
 )
 
@@ -268,6 +269,27 @@ func nodeFloor(t *testing.T, seq, n int) (createMs, plugMs []float64) {
 	return createMs, plugMs
 }
 
+// kubernetesNodeFloor measures Kubernetes alone on the node: n hostNetwork pods created at once, each until it
+// is seen Ready (the API server, the stand-in's binding and its status write, no network plugin), in ms. The
+// pods are deleted again before it returns.
+func kubernetesNodeFloor(t *testing.T, w *annotationWatch, n int) []float64 {
+	t.Helper()
+	ns := benchNamespace(t, "bench-node-kubernetes")
+	var names, keys []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("host-%d", i))
+		keys = append(keys, ns+"/"+names[i])
+	}
+	starts := createConcurrentlyWith(t, map[string][]string{ns: names}, func(p *corev1.Pod) { p.Spec.HostNetwork = true })
+	w.wait(t, keys, w.ready, 5*time.Minute)
+	ms, _ := w.latenciesOf(w.ready, keys, starts)
+	if err := env.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitNamespacesGone(t, 5*time.Minute)
+	return ms
+}
+
 // TestBenchmarkNode measures the number users feel, pod created → network ready (a connection from another
 // pod of its namespace is answered), on the stack with the node side (STACK_CNI=1): 100 pods created at once,
 // with pools off and with warm pools, beside two floors from the same run: Neutron creating a port bound to
@@ -301,6 +323,11 @@ func TestBenchmarkNode(t *testing.T) {
 	}
 	t.Logf("floor: Neutron bound port create p50 %.0f ms, max %.0f ms (n = %d); %d ports plugged by hand at once, plug → answered p50 %.0f ms, p99 %.0f ms",
 		cs.p50, cs.max, cs.n, ps.n, ps.p50, ps.p99)
+	ks := summarize(kubernetesNodeFloor(t, w, *benchNodePods))
+	putStats(put, "floor.kubernetes_ready_", ks)
+	put("floor.kubernetes_ready_p99", ks.p99)
+	t.Logf("floor: Kubernetes alone, %d hostNetwork pods created at once → Ready (bound, run by the node, no network plugin) p50 %.0f ms, p99 %.0f ms",
+		ks.n, ks.p50, ks.p99)
 	b := budget{create: time.Duration(cs.max * float64(time.Millisecond)), bulk: time.Duration(cs.p50 * float64(time.Millisecond)),
 		del: time.Duration(cs.p50 * float64(time.Millisecond)), network: 10 * time.Second}
 	perPod := time.Duration((cs.max + ps.max) * float64(time.Millisecond))
@@ -364,6 +391,11 @@ func nodePhase(t *testing.T, w *annotationWatch, b budget, perPod time.Duration,
 	readyMs := probeBurst(t, w, ns, names, starts, time.Now().Add(b.within(time.Duration(len(names))*perPod)))
 	u1 := measureNode(t)
 	annotated, _ := w.latenciesOf(w.seen, keys, starts)
+	if *benchNodePodsTo != "" {
+		bound, _ := w.latenciesOf(w.bound, keys, starts)
+		readySeen, _ := w.latenciesOf(w.ready, keys, starts)
+		writePodTimes(t, *benchNodePodsTo, label, keys, starts, [][]float64{bound, annotated, readySeen, readyMs})
+	}
 	rs, as := summarize(readyMs), summarize(annotated)
 	putStats(put, label+".ready_", rs)
 	put(label+".ready_p99", rs.p99) // with 100 samples, the maximum
@@ -374,6 +406,25 @@ func nodePhase(t *testing.T, w *annotationWatch, b budget, perPod time.Duration,
 		u1["ovs-vswitchd"][0]-u0["ovs-vswitchd"][0], u1["ovn-controller"][0]-u0["ovn-controller"][0], u1["neutron-server"][0]-u0["neutron-server"][0])
 	endPhase(t, b, ns)
 	return rs
+}
+
+// writePodTimes appends, for each pod of a phase, when it was created and how long after that its annotation
+// binding, its annotation and its Ready condition were seen and a connection to it was answered.
+func writePodTimes(t *testing.T, path, label string, keys []string, starts map[string]time.Time, ms [][]float64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	_, _ = fmt.Fprintf(f, "# phase %s: pod, created (UTC), ms after it: seen bound, annotation seen, Ready seen, answered\n", label)
+	for i, k := range keys {
+		_, _ = fmt.Fprintf(f, "%s\t%s", k, starts[k].UTC().Format("15:04:05.000000"))
+		for _, m := range ms {
+			_, _ = fmt.Fprintf(f, "\t%.0f", m[i])
+		}
+		_, _ = fmt.Fprintln(f)
+	}
 }
 
 // probeBurst probes each pod of the burst from the namespace's prober as soon as its annotation shows its

@@ -43,10 +43,11 @@ var (
 const benchLabel = "raven-bench"
 
 // annotationWatch records, for every benchmark pod, when it was first seen with its port annotation, and
-// when it was first seen Ready (on a stack with the node side: its network set up by the CNI).
+// when it was first seen bound to a node and Ready (on a stack with the node side: its network set up by the CNI).
 type annotationWatch struct {
 	mu    sync.Mutex
 	added map[string]time.Time
+	bound map[string]time.Time
 	seen  map[string]time.Time
 	ready map[string]time.Time
 	stop  func()
@@ -55,7 +56,7 @@ type annotationWatch struct {
 func watchAnnotations(t testing.TB) *annotationWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &annotationWatch{added: map[string]time.Time{}, seen: map[string]time.Time{}, ready: map[string]time.Time{}, stop: cancel}
+	w := &annotationWatch{added: map[string]time.Time{}, bound: map[string]time.Time{}, seen: map[string]time.Time{}, ready: map[string]time.Time{}, stop: cancel}
 	// An informer, not a bare watch: it re-establishes the watch when the apiserver closes it under load.
 	factory := informers.NewSharedInformerFactoryWithOptions(env.kube, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = benchLabel }))
@@ -70,6 +71,9 @@ func watchAnnotations(t testing.TB) *annotationWatch {
 		defer w.mu.Unlock()
 		if _, ok := w.added[key]; added && !ok {
 			w.added[key] = now
+		}
+		if _, ok := w.bound[key]; !ok && p.Spec.NodeName != "" {
+			w.bound[key] = now
 		}
 		if _, ok := w.seen[key]; !ok && p.Annotations[annotations.PodPort] != "" {
 			w.seen[key] = now

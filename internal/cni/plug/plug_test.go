@@ -10,6 +10,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/netlinksafe"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
+	"github.com/containernetworking/plugins/pkg/utils/sysctl"
 	"github.com/vishvananda/netlink"
 )
 
@@ -121,6 +122,40 @@ func checkHost(t *testing.T, s Spec) {
 	if host.Attrs().MTU != s.MTU || host.Attrs().Flags&net.FlagUp == 0 {
 		t.Errorf("host end MTU %d flags %v, want MTU %d and up", host.Attrs().MTU, host.Attrs().Flags, s.MTU)
 	}
+	if got := ipv6Disabled(t, s.HostIfName); got != "1" {
+		t.Errorf("host end disable_ipv6 = %q, want 1", got)
+	}
+}
+
+// ipv6Disabled reads the interface's disable_ipv6 in the current namespace.
+func ipv6Disabled(t *testing.T, ifName string) string {
+	t.Helper()
+	v, err := sysctl.Sysctl(fmt.Sprintf("net/ipv6/conf/%s/disable_ipv6", ifName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestSetupKeepsIPv6ForAnIPv6Port(t *testing.T) {
+	needRoot(t)
+	n := newNS(t)
+	s := spec(t, n.Path())
+	s.Address, s.Routes = cidr(t, "fd00:10:244::9/64"), nil
+	t.Cleanup(func() { _ = Teardown("", "", "", s.HostIfName) })
+	if _, err := Setup(s); err != nil {
+		t.Fatal(err)
+	}
+	if got := ipv6Disabled(t, s.HostIfName); got != "1" {
+		t.Errorf("host end disable_ipv6 = %q, want 1", got)
+	}
+	var got string
+	if err := n.Do(func(ns.NetNS) error { got = ipv6Disabled(t, s.IfName); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got != "0" {
+		t.Errorf("pod end of an IPv6 port: disable_ipv6 = %q, want 0", got)
+	}
 }
 
 func checkPod(t *testing.T, s Spec) {
@@ -136,6 +171,14 @@ func checkPod(t *testing.T, s Spec) {
 		t.Errorf("pod addresses %v", obs.Addrs)
 	}
 	if err := ns.WithNetNSPath(s.Netns, checkLoAndRoutes(t, s.IfName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.WithNetNSPath(s.Netns, func(ns.NetNS) error {
+		if got := ipv6Disabled(t, s.IfName); got != "1" {
+			t.Errorf("pod end of an IPv4 port: disable_ipv6 = %q, want 1", got)
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,11 +3,13 @@ package plug
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 
 	"github.com/containernetworking/plugins/pkg/ip"
 	"github.com/containernetworking/plugins/pkg/netlinksafe"
 	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/containernetworking/plugins/pkg/utils/sysctl"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -39,6 +41,12 @@ func Setup(spec Spec) (Result, error) {
 		}
 		created = true
 		res = Result{Host: host, Pod: pod}
+		// The host end only feeds the datapath: without IPv6 it sends no router solicitation, DAD or MLD
+		// report into the pod, and the kernel has no address of its own to configure on it.
+		if err := hostNS.Do(func(ns.NetNS) error { return disableIPv6(spec.HostIfName) }); err != nil {
+			_ = ip.DelLinkByName(spec.IfName)
+			return err
+		}
 		if err := configurePod(spec); err != nil {
 			// The pair goes with either end.
 			_ = ip.DelLinkByName(spec.IfName)
@@ -72,6 +80,13 @@ func configurePod(spec Spec) error {
 	if err := netlink.AddrAdd(link, addr); err != nil {
 		return fmt.Errorf("adding address %s to %s: %w", spec.Address, spec.IfName, err)
 	}
+	if spec.Address.IP.To4() != nil {
+		// A port without an IPv6 address: no link-local address, DAD, router solicitation or MLD report from
+		// the pod into the datapath, each an upcall for the userspace datapath when a burst of pods starts.
+		if err := disableIPv6(spec.IfName); err != nil {
+			return err
+		}
+	}
 	if err := netlink.LinkSetUp(link); err != nil {
 		return fmt.Errorf("setting %s up: %w", spec.IfName, err)
 	}
@@ -90,6 +105,15 @@ func configurePod(spec Spec) error {
 		if err := netlink.RouteAdd(route); err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("adding route %s via %s on %s: %w", r.Dst, r.GW, spec.IfName, err)
 		}
+	}
+	return nil
+}
+
+// disableIPv6 turns IPv6 off on the interface ifName of the current namespace; a kernel without IPv6 has
+// nothing to turn off.
+func disableIPv6(ifName string) error {
+	if _, err := sysctl.Sysctl(fmt.Sprintf("net/ipv6/conf/%s/disable_ipv6", ifName), "1"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("turning IPv6 off on %s: %w", ifName, err)
 	}
 	return nil
 }
