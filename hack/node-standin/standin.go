@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -65,7 +66,14 @@ func run(ctx context.Context, o options) error {
 	if err := registerNode(ctx, cs, o.node); err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactory(cs, 0)
+	var opts []informers.SharedInformerOption
+	if !o.bind {
+		// Like a kubelet, a stand-in that does not bind sees only its node's pods.
+		opts = append(opts, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.node).String()
+		}))
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, opts...)
 	inf := factory.Core().V1().Pods().Informer()
 	s := &standin{
 		cs: cs, node: o.node, pods: inf.GetIndexer(), sb: o.sandboxes(), bind: o.bind,

@@ -74,7 +74,14 @@ type Pools struct {
 	ctx     context.Context
 	// retry is the delay before a claim's first retry; each further try waits one more (default 100 ms).
 	retry time.Duration
+	// quiet is how long no pod may have taken a port before a claim that is its pod's already (by the tags, or
+	// held in memory and in the pod's annotation) is written to Neutron (default claimQuiet).
+	quiet time.Duration
 }
+
+// claimQuiet: a burst's pods are still being plugged for a few seconds after the last of them took its port,
+// and each write of a claim costs Neutron (and, through ML2/OVN, ovn-northd) CPU that the plugging needs.
+const claimQuiet = 3 * time.Second
 
 type pendingClaim struct {
 	c   Claim
@@ -253,13 +260,13 @@ func (p *Pools) Pending() int {
 	return len(p.pending)
 }
 
-// yield waits, up to limit, while pods are arriving (one took a port in the last half second) or wait
-// for Neutron: pool upkeep must not take CPU and Neutron time from a burst.
-func (p *Pools) yield(ctx context.Context, limit time.Duration) {
+// yield waits, up to limit, while pods are arriving (one took a port in the last quiet) or wait for
+// Neutron: pool upkeep must not take CPU and Neutron time from a burst.
+func (p *Pools) yield(ctx context.Context, quiet, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		p.mu.Lock()
-		recent := time.Since(p.lastTake) < 500*time.Millisecond
+		recent := time.Since(p.lastTake) < quiet
 		p.mu.Unlock()
 		if !recent && (p.M.B == nil || !p.M.B.Busy()) {
 			return
@@ -276,11 +283,14 @@ func (p *Pools) complete(ctx context.Context, c Claim) {
 	// Neutron as a pool port, and a slow Neutron keeps pods' creates in flight for minutes during a burst. A
 	// claim Neutron shows by its tags, or that the pod's annotation holds, is the pod's already; what Neutron
 	// lacks of it waits for the burst to end, so that it does not queue in front of other pods' takes.
-	limit := 2 * time.Second
+	quiet, limit := 500*time.Millisecond, 2*time.Second
 	if c.Tagged || c.Deferred {
-		limit = 30 * time.Second
+		quiet, limit = p.quiet, 30*time.Second
+		if quiet == 0 {
+			quiet = claimQuiet
+		}
 	}
-	p.yield(ctx, limit)
+	p.yield(ctx, quiet, limit)
 	if !p.M.X.Claimed(c.PortID) {
 		return // confirmed meanwhile, or the port is gone
 	}
@@ -476,7 +486,7 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet, host string) {
 		if n <= 0 {
 			return
 		}
-		p.yield(ctx, 30*time.Second)
+		p.yield(ctx, 500*time.Millisecond, 30*time.Second)
 		specs := make([]openstack.PortSpec, n)
 		for i := range specs {
 			specs[i] = openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, SubnetID: nn.Subnet.ID,

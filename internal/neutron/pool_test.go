@@ -335,7 +335,7 @@ func TestPerNodePools(t *testing.T) {
 			defer cancel()
 			n := fake.NewNeutron()
 			m, nn := setupNamespace(t, n)
-			m.P = &Pools{M: m, Cfg: PoolConfig{MinFree: 0, Max: 5, Batch: 1, PerNode: true}, retry: time.Millisecond}
+			m.P = &Pools{M: m, Cfg: PoolConfig{MinFree: 0, Max: 5, Batch: 1, PerNode: true}, retry: time.Millisecond, quiet: time.Millisecond}
 			other := boundPoolPort(t, n, m, nn, "node-b")
 			free := boundPoolPort(t, n, m, nn, "node-a")
 			if tc.nameFailures > 0 {
@@ -415,5 +415,47 @@ func TestTendRefillsOnlyPoolsOfTheConfiguredKind(t *testing.T) {
 			t.Fatalf("perNode %v: Tend refilled the pool for %q, which the setting does not keep", perNode, other)
 		}
 		cancel()
+	}
+}
+
+func TestAClaimHeldByTheAnnotationIsWrittenOncePodsStopArriving(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := fake.NewNeutron()
+	m, nn := setupNamespace(t, n)
+	const quiet = 1200 * time.Millisecond // above the half second that refills wait
+	m.P = &Pools{M: m, Cfg: PoolConfig{MinFree: 0, Max: 5, Batch: 1, PerNode: true}, retry: time.Millisecond, quiet: quiet}
+	first := boundPoolPort(t, n, m, nn, "node-a")
+	boundPoolPort(t, n, m, nn, "node-a")
+	calls := func() int {
+		n.Lock()
+		defer n.Unlock()
+		return n.Calls["ReplaceTags"] + n.Calls["UpdatePort"]
+	}
+	before := calls()
+	m.P.Start(ctx, 1)
+	take := func(uid string) time.Time {
+		pod := PodRef{UID: uid, Namespace: "ns", Name: uid, Node: "node-a"}
+		owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: uid, Name: "ns/" + uid}
+		if _, ok, err := m.P.Take(ctx, nn, pod, owner); err != nil || !ok {
+			t.Fatalf("Take for %s: %v %v", uid, ok, err)
+		}
+		return time.Now()
+	}
+	take("uid-1")
+	// Pods keep arriving: a second take half a quiet period later.
+	deadline := time.Now().Add(quiet / 2)
+	for time.Now().Before(deadline) {
+		if calls() != before {
+			t.Fatal("a claim was written to Neutron while pods were still taking ports")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	last := take("uid-2")
+	eventually(t, "Neutron shows the first port as its pod's", func() bool {
+		return ownedInNeutron(n, first.ID, PodRef{UID: "uid-1", Namespace: "ns", Name: "uid-1", Node: "node-a"})
+	})
+	if d := time.Since(last); d < quiet {
+		t.Fatalf("the claims were written %s after the last take, want no sooner than %s", d, quiet)
 	}
 }

@@ -84,7 +84,7 @@ func (s *Server) waitPort(ctx context.Context, want wire.Pod) (target, error) {
 	last := ""
 	w := podWatch{want: want}
 	for {
-		changed := s.cfg.Pods.Changed()
+		changed := s.cfg.Pods.Changed(want.Namespace, want.Name)
 		pod, err := s.cfg.Pods.Get(want.Namespace, want.Name)
 		if err != nil {
 			return target{}, err

@@ -10,21 +10,24 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Pods is the node's pod cache with a signal on every change, so that waiters re-check at once.
+// Pods is the node's pod cache with a signal on every change of a pod, so that the ADDs waiting for that pod
+// re-check at once, and only they: in a burst, every pod changes several times while other ADDs wait.
 type Pods struct {
 	lister corelisters.PodLister
 
-	mu      sync.Mutex
-	changed chan struct{}
+	mu sync.Mutex
+	// changed holds, by namespace/name, a channel for the pods someone waits for: closed and forgotten at the
+	// pod's next change.
+	changed map[string]chan struct{}
 }
 
 // NewPods wraps an informer of the node's pods.
 func NewPods(inf cache.SharedIndexInformer) (*Pods, error) {
-	p := &Pods{lister: corelisters.NewPodLister(inf.GetIndexer()), changed: make(chan struct{})}
+	p := &Pods{lister: corelisters.NewPodLister(inf.GetIndexer()), changed: map[string]chan struct{}{}}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { p.notify() },
-		UpdateFunc: func(any, any) { p.notify() },
-		DeleteFunc: func(any) { p.notify() },
+		AddFunc:    p.notify,
+		UpdateFunc: func(_, obj any) { p.notify(obj) },
+		DeleteFunc: p.notify,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watching the node's pods: %w", err)
@@ -32,18 +35,30 @@ func NewPods(inf cache.SharedIndexInformer) (*Pods, error) {
 	return p, nil
 }
 
-func (p *Pods) notify() {
+func (p *Pods) notify(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	close(p.changed)
-	p.changed = make(chan struct{})
+	if ch, ok := p.changed[key]; ok {
+		close(ch)
+		delete(p.changed, key)
+	}
 }
 
-// Changed is closed at the next change of any pod of the node.
-func (p *Pods) Changed() <-chan struct{} {
+// Changed is closed at the next change of the pod namespace/name (its creation, an update, its deletion).
+func (p *Pods) Changed(namespace, name string) <-chan struct{} {
+	key := namespace + "/" + name
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.changed
+	ch, ok := p.changed[key]
+	if !ok {
+		ch = make(chan struct{})
+		p.changed[key] = ch
+	}
+	return ch
 }
 
 // Get returns the cached pod, or nil when the cache has none of that name.

@@ -13,6 +13,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/raven-net/raven/internal/cni/ovs"
 	"github.com/raven-net/raven/internal/cni/wire"
@@ -374,6 +375,42 @@ func TestStatus(t *testing.T) {
 			resp := e.srv.Handle(t.Context(), wire.Request{Command: "STATUS", Config: []byte(`{"cniVersion":"1.1.0"}`)})
 			if tt.wantCode == 0 && resp.Error != nil || tt.wantCode != 0 && (resp.Error == nil || resp.Error.Code != tt.wantCode) {
 				t.Errorf("STATUS = %+v, want code %d", resp.Error, tt.wantCode)
+			}
+		})
+	}
+}
+
+func TestPodsChangedWakesOnlyTheWaitersOfThatPod(t *testing.T) {
+	podOf := func(ns, name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	tests := []struct {
+		name     string
+		change   any
+		wantWake bool
+	}{
+		{name: "an update of the pod", change: podOf("ns", "a"), wantWake: true},
+		{name: "the pod's deletion, seen late", change: cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: podOf("ns", "a")}, wantWake: true},
+		{name: "another pod of the namespace", change: podOf("ns", "b")},
+		{name: "a pod of that name in another namespace", change: podOf("other", "a")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Pods{changed: map[string]chan struct{}{}}
+			ch := p.Changed("ns", "a")
+			p.notify(tt.change)
+			select {
+			case <-ch:
+				if !tt.wantWake {
+					t.Fatal("the waiter of ns/a was woken")
+				}
+				if again := p.Changed("ns", "a"); again == ch {
+					t.Fatal("a woken waiter's next wait got the closed channel")
+				}
+			default:
+				if tt.wantWake {
+					t.Fatal("the waiter of ns/a was not woken")
+				}
 			}
 		})
 	}
