@@ -36,11 +36,12 @@ var (
 	benchNodePhases = flag.String("bench.node-phases", "pools_off,pools_warm,pools_warm_per_node", "the node benchmark's phases after its floors")
 	benchNodeOut    = flag.String("bench.node-out", "bench/results/node", "where the node benchmark writes latest.json and latest.md")
 	benchNodePodsTo = flag.String("bench.node-pods-to", "", "when set, a file each phase appends one line per pod to: created → annotation seen, Ready seen, answered (ms)")
-	nodeComponents  = []string{"raven-node", "ovs-vswitchd", "ovsdb-server", "ovn-controller", "node-standin", "neutron-server"}
+	nodeComponents  = []string{"raven-node", "ovs-vswitchd", "ovsdb-server", "ovn-controller", "node-standin", "neutron-server", "ovn-northd", "kube-apiserver", "etcd"}
 )
 
 // nodeUsage is the CPU seconds and resident memory of the processes that do a pod's network on the node side
-// (and Neutron's, which binds the ports), by process group, plus Raven's.
+// (and Neutron's, which binds the ports, and Kubernetes'), by process group, plus Raven's, plus the CPU seconds
+// the whole machine spent ("machine", no RSS).
 type nodeUsage map[string][2]float64 // name → {CPU seconds, RSS MiB}
 
 func measureNode(t testing.TB) nodeUsage {
@@ -54,11 +55,33 @@ func measureNode(t testing.TB) nodeUsage {
 		cpu, rss, _ := procStat(t, env.raven.cmd.Process.Pid)
 		u["raven"] = [2]float64{cpu, rss}
 	}
+	u["machine"] = [2]float64{machineBusy(t), 0}
 	return u
 }
 
+// machineBusy is the CPU time, in seconds, all CPUs of the machine spent on anything but idling and waiting
+// for I/O since boot.
+func machineBusy(t testing.TB) float64 {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(strings.SplitN(string(raw), "\n", 2)[0]) // cpu user nice system idle iowait irq softirq steal ...
+	var busy float64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 {
+			continue
+		}
+		n, _ := strconv.ParseFloat(v, 64)
+		busy += n
+	}
+	return busy / 100
+}
+
 // groupUsage is the CPU time, in seconds, and the resident memory, in MiB, of the process group whose leader's
-// PID is in pidFile.
+// PID is in pidFile. The CPU time includes that of the children its processes waited for (ovs-vsctl for
+// raven-node, the CNI plugin for the stand-in).
 func groupUsage(t testing.TB, pidFile string) (cpu, rssMiB float64) {
 	t.Helper()
 	raw, err := os.ReadFile(pidFile)
@@ -74,10 +97,11 @@ func groupUsage(t testing.TB, pidFile string) (cpu, rssMiB float64) {
 		}
 		f := strings.Fields(string(b)[strings.LastIndex(string(b), ")")+2:])
 		if len(f) > 21 && f[2] == pgid {
-			ut, _ := strconv.ParseFloat(f[11], 64)
-			st, _ := strconv.ParseFloat(f[12], 64)
+			for _, v := range f[11:15] { // utime, stime, cutime, cstime
+				n, _ := strconv.ParseFloat(v, 64)
+				cpu += n / 100
+			}
 			pages, _ := strconv.ParseFloat(f[21], 64)
-			cpu += (ut + st) / 100
 			rssMiB += pages * float64(os.Getpagesize()) / (1 << 20)
 		}
 	}
@@ -88,7 +112,9 @@ func groupUsage(t testing.TB, pidFile string) (cpu, rssMiB float64) {
 func putUsage(put func(string, float64), prefix string, a, b nodeUsage) {
 	for name, v := range b {
 		put(prefix+name+"_cpu_s", v[0]-a[name][0])
-		put(prefix+name+"_rss_mib", v[1])
+		if name != "machine" {
+			put(prefix+name+"_rss_mib", v[1])
+		}
 	}
 }
 
@@ -196,7 +222,7 @@ func (h *handPlugged) remove(vs *ovs.VSCtl) {
 // nodeFloor measures, Raven stopped, on a network of its own: Neutron creating single ports bound to the
 // node, one at a time (n = seq); then n ports created bound in advance and plugged by hand all at once, each
 // until a connection from a prober namespace on the same network is answered. It returns both in ms.
-func nodeFloor(t *testing.T, seq, n int) (createMs, plugMs []float64) {
+func nodeFloor(t *testing.T, seq, n int) (createMs, plugMs []float64, u0, u1 nodeUsage) {
 	t.Helper()
 	ctx := context.Background()
 	network, err := env.os.Networking.CreateNetwork(ctx, openstack.NetworkSpec{Name: "bench-node-floor-" + randSuffix()})
@@ -247,6 +273,7 @@ func nodeFloor(t *testing.T, seq, n int) (createMs, plugMs []float64) {
 	}
 	plugMs = make([]float64, n)
 	errs := make([]error, n)
+	u0 = measureNode(t)
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(5 * time.Minute)
 	for i, h := range targets {
@@ -261,12 +288,13 @@ func nodeFloor(t *testing.T, seq, n int) (createMs, plugMs []float64) {
 		})
 	}
 	wg.Wait()
+	u1 = measureNode(t)
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	return createMs, plugMs
+	return createMs, plugMs, u0, u1
 }
 
 // kubernetesNodeFloor measures Kubernetes alone on the node: n hostNetwork pods created at once, each until it
@@ -314,15 +342,16 @@ func TestBenchmarkNode(t *testing.T) {
 	}
 
 	// ---- floors, Raven stopped.
-	createMs, plugMs := nodeFloor(t, *benchNodeSeq, *benchNodePods)
+	createMs, plugMs, fu0, fu1 := nodeFloor(t, *benchNodeSeq, *benchNodePods)
+	putUsage(put, "floor.plug_", fu0, fu1)
 	cs, ps := summarize(createMs), summarize(plugMs)
 	putStats(put, "floor.neutron_bound_create_", cs)
 	putStats(put, "floor.plug_ready_", ps)
 	if ps.n <= 100 {
 		put("floor.plug_ready_p99", ps.p99) // with 100 samples, the maximum
 	}
-	t.Logf("floor: Neutron bound port create p50 %.0f ms, max %.0f ms (n = %d); %d ports plugged by hand at once, plug → answered p50 %.0f ms, p99 %.0f ms",
-		cs.p50, cs.max, cs.n, ps.n, ps.p50, ps.p99)
+	t.Logf("floor: Neutron bound port create p50 %.0f ms, max %.0f ms (n = %d); %d ports plugged by hand at once, plug → answered p50 %.0f ms, p99 %.0f ms (machine %.1f CPU-s)",
+		cs.p50, cs.max, cs.n, ps.n, ps.p50, ps.p99, fu1["machine"][0]-fu0["machine"][0])
 	ks := summarize(kubernetesNodeFloor(t, w, *benchNodePods))
 	putStats(put, "floor.kubernetes_ready_", ks)
 	put("floor.kubernetes_ready_p99", ks.p99)
@@ -401,9 +430,9 @@ func nodePhase(t *testing.T, w *annotationWatch, b budget, perPod time.Duration,
 	put(label+".ready_p99", rs.p99) // with 100 samples, the maximum
 	putStats(put, label+".annotated_", as)
 	putUsage(put, label+".", u0, u1)
-	t.Logf("%s: %d pods at once, created → answered p50 %.0f ms, p99 %.0f ms (annotated p50 %.0f ms); CPU s: raven %.1f, raven-node %.1f, ovs-vswitchd %.1f, ovn-controller %.1f, neutron-server %.1f",
-		label, rs.n, rs.p50, rs.p99, as.p50, u1["raven"][0]-u0["raven"][0], u1["raven-node"][0]-u0["raven-node"][0],
-		u1["ovs-vswitchd"][0]-u0["ovs-vswitchd"][0], u1["ovn-controller"][0]-u0["ovn-controller"][0], u1["neutron-server"][0]-u0["neutron-server"][0])
+	d := func(c string) float64 { return u1[c][0] - u0[c][0] }
+	t.Logf("%s: %d pods at once, created → answered p50 %.0f ms, p99 %.0f ms (annotated p50 %.0f ms); CPU s: machine %.1f, raven %.1f, raven-node %.1f, node-standin %.1f, ovs-vswitchd %.1f, ovn-controller %.1f, neutron-server %.1f, kube-apiserver %.1f",
+		label, rs.n, rs.p50, rs.p99, as.p50, d("machine"), d("raven"), d("raven-node"), d("node-standin"), d("ovs-vswitchd"), d("ovn-controller"), d("neutron-server"), d("kube-apiserver"))
 	endPhase(t, b, ns)
 	return rs
 }
