@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -324,22 +326,28 @@ func (s *standin) markReady(ctx context.Context, pod *corev1.Pod, ip string) err
 		status = corev1.ConditionFalse
 	}
 	now := metav1.Now()
-	p := pod.DeepCopy()
-	p.Status.Phase = corev1.PodRunning
-	p.Status.HostIP = nodeIP
-	p.Status.HostIPs = []corev1.HostIP{{IP: nodeIP}}
-	p.Status.PodIP = ip
-	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
-	if p.Status.StartTime == nil {
-		p.Status.StartTime = &now
+	st := pod.Status.DeepCopy()
+	st.Phase = corev1.PodRunning
+	st.HostIP = nodeIP
+	st.HostIPs = []corev1.HostIP{{IP: nodeIP}}
+	st.PodIP = ip
+	st.PodIPs = []corev1.PodIP{{IP: ip}}
+	if st.StartTime == nil {
+		st.StartTime = &now
 	}
-	p.Status.Conditions = []corev1.PodCondition{
+	st.Conditions = []corev1.PodCondition{
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		{Type: corev1.ContainersReady, Status: status, LastTransitionTime: now},
 		{Type: corev1.PodReady, Status: status, LastTransitionTime: now},
 	}
-	_, err := s.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	// A patch of the status, as a kubelet sends: it cannot conflict with Raven's annotation patch, as an update
+	// of the whole pod would; the UID makes it fail for a new pod of the same name.
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": pod.UID}, "status": st})
+	if err != nil {
+		return err
+	}
+	_, err = s.cs.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
