@@ -47,6 +47,7 @@ func (s *sandboxes) add(ctx context.Context, pod *corev1.Pod, sb *sandbox, netns
 // ensure makes the pod's sandbox ready and returns its IP. An error means "try again later".
 func (s *sandboxes) ensure(ctx context.Context, pod *corev1.Pod) (string, error) {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	entered := time.Now()
 	name := netnsName(pod.Namespace, pod.Name)
 	sb, err := s.store.load(name)
 	if err != nil {
@@ -83,7 +84,7 @@ func (s *sandboxes) ensure(ctx context.Context, pod *corev1.Pod) (string, error)
 		return "", err
 	}
 	if added {
-		logger.Info("Pod sandbox up", "startedAfterCreated", start.Sub(pod.CreationTimestamp.Time), "netns", netnsDone.Sub(start), "cniAdd", addDone.Sub(netnsDone),
+		logger.Info("Pod sandbox up", "state", start.Sub(entered), "netns", netnsDone.Sub(start), "cniAdd", addDone.Sub(netnsDone),
 			"server", time.Since(addDone), "sinceCreated", time.Since(pod.CreationTimestamp.Time))
 	}
 	return sb.IP, nil

@@ -262,7 +262,7 @@ func (s *standin) withSeen(ctx context.Context, key string) context.Context {
 		return ctx
 	}
 	return klog.NewContext(ctx, klog.FromContext(ctx).WithValues("bindCall", ps.bindDone.Sub(ps.unbound),
-		"boundSeen", ps.bound.Sub(ps.bindDone), "syncAfterBoundSeen", time.Since(ps.bound)))
+		"boundSeen", ps.bound.Sub(ps.bindDone), "boundSeenAt", ps.bound.UTC().Format("15:04:05.000000"), "syncAfterBoundSeen", time.Since(ps.bound)))
 }
 
 // removeGone removes the sandbox of a pod that is gone from the API.
