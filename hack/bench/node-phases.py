@@ -6,6 +6,7 @@ lines) with the node stand-in's "Pod sandbox up" log lines and raven-node's "Pod
 (.stack/logs/node-standin.log, .stack/logs/raven-node.log), and prints, for each pod, seconds after its create:
 
   bound      the benchmark saw the pod bound to a node
+  sBound     the stand-in saw it bound (from its boundSeenAt, when its log has it)
   annotated  the benchmark saw Raven's port annotation
   sandbox    the stand-in (the runtime) started its sandbox (before the network namespace)
   cni        raven-node began the ADD (the plugin process has reached the daemon)
@@ -56,6 +57,9 @@ def main(pods_file, standin_log, node_log):
         end = clock(line) - p['created']
         server, cni, netns = seconds(f['server']), seconds(f['cniAdd']), seconds(f['netns'])
         p.update(sandbox=end - server - cni - netns, cniRet=end - server)
+        if 'boundSeenAt' in f:
+            h, m, sec = f['boundSeenAt'].split(':')
+            p['sBound'] = int(h) * 3600 + int(m) * 60 + float(sec) - p['created']
     for line in open(node_log):
         if 'Pod plugged' not in line:
             continue
@@ -66,7 +70,7 @@ def main(pods_file, standin_log, node_log):
         end = clock(line) - p['created']
         wait, plug, ovn = seconds(f['portWait']), seconds(f['plug']), seconds(f['ovnInstalledAfter'])
         p.update(cni=end - wait - plug - ovn, wait=wait, plug=plug, ovn=ovn, added=end)
-    cols = ['bound', 'annotated', 'sandbox', 'cni', 'wait', 'plug', 'ovn', 'added', 'cniRet', 'answered']
+    cols = ['bound', 'sBound', 'annotated', 'sandbox', 'cni', 'wait', 'plug', 'ovn', 'added', 'cniRet', 'answered']
     print('pod'.ljust(12) + ''.join(c.rjust(10) for c in cols))
     for key, p in sorted(pods.items(), key=lambda kv: kv[1]['answered']):
         print(key.split('/')[-1].ljust(12) + ''.join(('%10.2f' % p[c]) if c in p else '         -' for c in cols))
