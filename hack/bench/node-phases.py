@@ -38,36 +38,37 @@ def fields(line):
     return dict(re.findall(r'(\w+)="?([^" ]+)"?', line))
 
 
+def time_of_day(s):
+    h, m, sec = s.split(':')
+    return int(h) * 3600 + int(m) * 60 + float(sec)
+
+
+def logged(path, message, pods):
+    """Yields, for each line of the log at path that carries message and names a pod of pods: the pod's entry,
+    the line's fields, and the line's time in seconds after the pod's create."""
+    for line in open(path):
+        if message not in line:
+            continue
+        f = fields(line)
+        p = pods.get(f.get('pod'))
+        if p is not None:
+            yield p, f, clock(line) - p['created']
+
+
 def main(pods_file, standin_log, node_log):
     pods = {}
     for line in open(pods_file):
         if line.startswith('#') or not line.strip():
             continue
         key, created, bound, annotated, _ready, answered = line.split('\t')
-        h, m, s = created.split(':')
-        pods[key] = dict(created=int(h) * 3600 + int(m) * 60 + float(s), bound=float(bound) / 1e3,
+        pods[key] = dict(created=time_of_day(created), bound=float(bound) / 1e3,
                          annotated=float(annotated) / 1e3, answered=float(answered) / 1e3)
-    for line in open(standin_log):
-        if 'Pod sandbox up' not in line:
-            continue
-        f = fields(line)
-        p = pods.get(f.get('pod'))
-        if p is None:
-            continue
-        end = clock(line) - p['created']
+    for p, f, end in logged(standin_log, 'Pod sandbox up', pods):
         server, cni, netns = seconds(f['server']), seconds(f['cniAdd']), seconds(f['netns'])
         p.update(sandbox=end - server - cni - netns, cniRet=end - server)
         if 'boundSeenAt' in f:
-            h, m, sec = f['boundSeenAt'].split(':')
-            p['sBound'] = int(h) * 3600 + int(m) * 60 + float(sec) - p['created']
-    for line in open(node_log):
-        if 'Pod plugged' not in line:
-            continue
-        f = fields(line)
-        p = pods.get(f.get('pod'))
-        if p is None:
-            continue
-        end = clock(line) - p['created']
+            p['sBound'] = time_of_day(f['boundSeenAt']) - p['created']
+    for p, f, end in logged(node_log, 'Pod plugged', pods):
         wait, plug, ovn = seconds(f['portWait']), seconds(f['plug']), seconds(f['ovnInstalledAfter'])
         p.update(cni=end - wait - plug - ovn, wait=wait, plug=plug, ovn=ovn, added=end)
     cols = ['bound', 'sBound', 'annotated', 'sandbox', 'cni', 'wait', 'plug', 'ovn', 'added', 'cniRet', 'answered']
