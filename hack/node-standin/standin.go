@@ -30,14 +30,14 @@ type standin struct {
 	// binds holds the unscheduled pods to bind, the scheduler's part: apart from queue, whose workers may wait
 	// in a CNI ADD, so that binding a burst never waits for sandboxes.
 	binds workqueue.TypedRateLimitingInterface[string]
-	mu    sync.Mutex // guards the times in seen
 	// sb is nil without CNI: the pod's IP then comes from its port annotation.
 	sb *sandboxes
 	// bind says this stand-in binds the pods that name no node to its own.
 	bind bool
 	// seen keeps, by pod key, when the pod was first seen unbound, when its binding returned, and when it was
 	// first seen bound here: the "Pod sandbox up" log line says where a pod's time went before its sandbox.
-	seen sync.Map
+	mu   sync.Mutex
+	seen map[string]*podSeen
 }
 
 // podSeen is what seen keeps of one pod.
@@ -45,10 +45,16 @@ type podSeen struct{ unbound, bindDone, bound time.Time }
 
 // mark sets the time that pick chooses in the pod's entry to now, unless it is set already.
 func (s *standin) mark(key string, pick func(*podSeen) *time.Time) {
-	v, _ := s.seen.LoadOrStore(key, &podSeen{})
-	ps := v.(*podSeen)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]*podSeen{}
+	}
+	ps, ok := s.seen[key]
+	if !ok {
+		ps = &podSeen{}
+		s.seen[key] = ps
+	}
 	if t := pick(ps); t.IsZero() {
 		*t = time.Now()
 	}
@@ -111,14 +117,15 @@ func (s *standin) enqueue(obj any) {
 	if err != nil {
 		return
 	}
-	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+	p, ok := obj.(*corev1.Pod)
+	switch {
+	case ok && p.Spec.NodeName == "" && p.DeletionTimestamp == nil:
 		s.mark(key, func(ps *podSeen) *time.Time { return &ps.unbound })
 		if s.bind {
 			s.binds.Add(key)
 		}
 		return
-	}
-	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == s.node {
+	case ok && p.Spec.NodeName == s.node:
 		s.mark(key, func(ps *podSeen) *time.Time { return &ps.bound })
 	}
 	s.queue.Add(key)
@@ -251,14 +258,10 @@ func (s *standin) sync(ctx context.Context, key string) error {
 // withSeen adds to ctx's logger where the pod's time went before this sync: from first seen unbound to its
 // binding's return, to first seen bound, to now.
 func (s *standin) withSeen(ctx context.Context, key string) context.Context {
-	v, ok := s.seen.Load(key)
-	if !ok {
-		return ctx
-	}
-	ps := v.(*podSeen)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ps.unbound.IsZero() || ps.bindDone.IsZero() || ps.bound.IsZero() {
+	ps, ok := s.seen[key]
+	if !ok || ps.unbound.IsZero() || ps.bindDone.IsZero() || ps.bound.IsZero() {
 		return ctx
 	}
 	return klog.NewContext(ctx, klog.FromContext(ctx).WithValues("bindCall", ps.bindDone.Sub(ps.unbound),
@@ -267,7 +270,9 @@ func (s *standin) withSeen(ctx context.Context, key string) context.Context {
 
 // removeGone removes the sandbox of a pod that is gone from the API.
 func (s *standin) removeGone(ctx context.Context, key string) error {
-	s.seen.Delete(key)
+	s.mu.Lock()
+	delete(s.seen, key)
+	s.mu.Unlock()
 	if s.sb == nil {
 		return nil
 	}

@@ -43,11 +43,11 @@ func Setup(spec Spec) (Result, error) {
 		res = Result{Host: host, Pod: pod}
 		// The host end only feeds the datapath: without IPv6 it sends no router solicitation, DAD or MLD
 		// report into the pod, and the kernel has no address of its own to configure on it.
-		if err := hostNS.Do(func(ns.NetNS) error { return disableIPv6(spec.HostIfName) }); err != nil {
-			_ = ip.DelLinkByName(spec.IfName)
-			return err
+		err = hostNS.Do(func(ns.NetNS) error { return disableIPv6(spec.HostIfName) })
+		if err == nil {
+			err = configurePod(spec)
 		}
-		if err := configurePod(spec); err != nil {
+		if err != nil {
 			// The pair goes with either end.
 			_ = ip.DelLinkByName(spec.IfName)
 			return err
