@@ -62,14 +62,17 @@ func BaseGroups(in Infra) []Group {
 
 // SecurityGroups are the groups of a pod's port, by ID: for a pod no policy isolates, the cluster's pod
 // groups (unisolated) and the peer groups it belongs to; for an isolated pod, the infra group, the base group
-// of each direction no policy isolates, and its policy and peer groups. ok is false while a group has no ID
-// yet (the policy controller is making it) that an isolated pod needs.
-func SecurityGroups(m Membership, unisolated []string, ids map[string]string) (groups []string, ok bool) {
+// of each direction no policy isolates, and its policy and peer groups. missing are the keys of the groups an
+// isolated pod needs that have no ID (not made yet, or refused by Neutron). groups are then the ones that
+// exist, and never the unisolated ones: security groups only admit, so a pod with fewer of its groups is
+// more closed than its policies say, never more open. An unisolated pod does not wait for a peer group: it
+// joins it once it exists.
+func SecurityGroups(m Membership, unisolated []string, ids map[string]string) (groups, missing []string) {
 	keys := slices.Clone(m.Groups)
-	switch {
-	case !m.IngressIsolated && !m.EgressIsolated:
+	isolated := m.IngressIsolated || m.EgressIsolated
+	if !isolated {
 		groups = slices.Clone(unisolated)
-	default:
+	} else {
 		keys = append(keys, BaseInfra)
 		if !m.IngressIsolated {
 			keys = append(keys, BaseIngress)
@@ -83,12 +86,11 @@ func SecurityGroups(m Membership, unisolated []string, ids map[string]string) (g
 		switch {
 		case found:
 			groups = append(groups, id)
-		case strings.HasPrefix(k, "peer-") && !m.IngressIsolated && !m.EgressIsolated:
-			// An unisolated pod does not wait for a peer group: it joins it with the next reconcile.
-		default:
-			return nil, false
+		case isolated:
+			missing = append(missing, k)
 		}
 	}
 	slices.Sort(groups)
-	return slices.Compact(groups), true
+	slices.Sort(missing)
+	return slices.Compact(groups), slices.Compact(missing)
 }

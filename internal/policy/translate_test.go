@@ -177,24 +177,27 @@ func TestIPv6BlocksAdmitNoPodAndBreakNothing(t *testing.T) {
 func TestSecurityGroups(t *testing.T) {
 	ids := map[string]string{BaseInfra: "infra", BaseIngress: "in", BaseEgress: "out", "np-1": "np1", "peer-1": "peer1"}
 	cases := []struct {
-		name   string
-		m      Membership
-		ids    map[string]string
-		want   []string
-		wantOK bool
+		name        string
+		m           Membership
+		ids         map[string]string
+		want        []string
+		wantMissing []string
 	}{
-		{"an unisolated pod keeps the pod groups", Membership{}, ids, []string{"pods"}, true},
-		{"an unisolated peer joins its peer group", Membership{Groups: []string{"peer-1"}}, ids, []string{"peer1", "pods"}, true},
-		{"an unisolated peer does not wait for a peer group still being made", Membership{Groups: []string{"peer-1"}}, map[string]string{}, []string{"pods"}, true},
-		{"ingress isolation keeps egress open", Membership{IngressIsolated: true, Groups: []string{"np-1"}}, ids, []string{"infra", "np1", "out"}, true},
-		{"egress isolation keeps ingress open", Membership{EgressIsolated: true, Groups: []string{"np-1"}}, ids, []string{"in", "infra", "np1"}, true},
-		{"an isolated pod waits for its policy's group", Membership{IngressIsolated: true, Groups: []string{"np-2"}}, ids, nil, false},
+		{"an unisolated pod keeps the pod groups", Membership{}, ids, []string{"pods"}, nil},
+		{"an unisolated peer joins its peer group", Membership{Groups: []string{"peer-1"}}, ids, []string{"peer1", "pods"}, nil},
+		{"an unisolated peer does not wait for a peer group still being made", Membership{Groups: []string{"peer-1"}}, map[string]string{}, []string{"pods"}, nil},
+		{"ingress isolation keeps egress open", Membership{IngressIsolated: true, Groups: []string{"np-1"}}, ids, []string{"infra", "np1", "out"}, nil},
+		{"egress isolation keeps ingress open", Membership{EgressIsolated: true, Groups: []string{"np-1"}}, ids, []string{"in", "infra", "np1"}, nil},
+		{"an isolated pod whose policy group is missing keeps the groups that exist, never the pod groups",
+			Membership{IngressIsolated: true, Groups: []string{"np-2"}}, ids, []string{"infra", "out"}, []string{"np-2"}},
+		{"an isolated pod without any of its groups has none",
+			Membership{IngressIsolated: true, EgressIsolated: true, Groups: []string{"np-2", "peer-2"}}, map[string]string{}, nil, []string{BaseInfra, "np-2", "peer-2"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := SecurityGroups(tc.m, []string{"pods"}, tc.ids)
-			if ok != tc.wantOK || !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("SecurityGroups = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
+			got, missing := SecurityGroups(tc.m, []string{"pods"}, tc.ids)
+			if !reflect.DeepEqual(got, tc.want) || !reflect.DeepEqual(missing, tc.wantMissing) {
+				t.Fatalf("SecurityGroups = %v, missing %v; want %v, missing %v", got, missing, tc.want, tc.wantMissing)
 			}
 		})
 	}

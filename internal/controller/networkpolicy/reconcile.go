@@ -88,15 +88,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	byPolicy := policiesByKey(nps.Items)
 	spares, unfit := r.splitSpares(have, len(nps.Items) > 0)
 	extra = append(extra, unfit...)
-	ids, takes, pending := r.createGroups(ctx, want, have, byPolicy, spares)
+	ids, takes, refused := r.createGroups(ctx, want, have, byPolicy, spares)
+	pending := len(refused) > 0
 	grouped := time.Since(start)
 	r.reportProblems(nps.Items, res)
-	r.publish(ids, want)
+	r.publish(ids, want, refused)
 	// Without policies and without groups there is nothing to enforce: the ports keep what they have.
 	enforce := len(nps.Items) > 0 || len(have) > 0 || len(extra) > 0
 	var changes []portChange
 	if enforce {
-		changes = r.portChanges(pods, res, ids)
+		changes = r.portChanges(ctx, pods, res, ids)
 	}
 	rulesPending, err := r.syncRulesAndPorts(ctx, want, have, ids, byPolicy, changes, takes)
 	if err != nil {
@@ -140,15 +141,16 @@ func (r *Reconciler) cleanUp(ctx context.Context, want map[string]policy.Group, 
 	return r.deleteGroups(ctx, append(extra, unwanted...)), recycled
 }
 
-// publish hands the pod controller the groups that stay; those about to go are no longer handed out.
-func (r *Reconciler) publish(ids map[string]string, want map[string]policy.Group) {
+// publish hands the pod controller the groups that stay (those about to go are no longer handed out) and the
+// ones Neutron refused to make.
+func (r *Reconciler) publish(ids map[string]string, want map[string]policy.Group, refused map[string]bool) {
 	live := map[string]string{}
 	for key, id := range ids {
 		if _, wanted := want[key]; wanted {
 			live[key] = id
 		}
 	}
-	r.State.set(live)
+	r.State.set(live, refused)
 }
 
 // result says when to look again: soon when something is left to do, after spareCalm when the spares are
@@ -215,11 +217,12 @@ func (r *Reconciler) readGroups(ctx context.Context, want map[string]policy.Grou
 
 // createGroups finds the groups of want that Neutron lacks (into have): from the spares first, in order (their
 // tags are written by syncRulesAndPorts, after the rules and ports), else made, a few requests at a time. It
-// returns every group's ID by key, the spares taken, and whether a create was refused (to be asked again).
+// returns every group's ID by key, the spares taken, and the keys of the groups whose create was refused (to be
+// asked again).
 func (r *Reconciler) createGroups(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
-	byPolicy map[string]*networkingv1.NetworkPolicy, spares []openstack.SecurityGroup) (ids map[string]string, takes []take, pending bool) {
+	byPolicy map[string]*networkingv1.NetworkPolicy, spares []openstack.SecurityGroup) (ids map[string]string, takes []take, refused map[string]bool) {
 	log := klog.FromContext(ctx)
-	ids = map[string]string{}
+	ids, refused = map[string]string{}, map[string]bool{}
 	for key, sg := range have {
 		ids[key] = sg.ID
 	}
@@ -246,13 +249,13 @@ func (r *Reconciler) createGroups(ctx context.Context, want map[string]policy.Gr
 		defer mu.Unlock()
 		if err != nil {
 			r.warnGroup(ctx, byPolicy, key, "PolicyGroupCreate", "creating the security group "+key, err)
-			pending = true
+			refused[key] = true
 			return
 		}
 		log.V(2).Info("Created policy group", "group", key, "id", sg.ID)
 		have[key], ids[key] = sg, sg.ID
 	})
-	return ids, takes, pending
+	return ids, takes, refused
 }
 
 // syncRulesAndPorts brings every wanted group's rules in line and gives the ports their groups, both at once, a few requests at a time each (each waits on Neutron's OVN transaction more than on Neutron itself).
@@ -351,10 +354,12 @@ func (r *Reconciler) deleteGroups(ctx context.Context, groups []openstack.Securi
 	return done
 }
 
-// portPod is a pod with a port: what the translation needs, and its UID to find its ports.
+// portPod is a pod with a port: what the translation needs, its UID to find its ports, and the object
+// (for events).
 type portPod struct {
 	pod policy.Pod
 	uid string
+	obj *corev1.Pod
 }
 
 // portPods are the pods whose port annotation names an address.
@@ -366,7 +371,7 @@ func portPods(items []corev1.Pod) []portPod {
 		if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &port); !ok || err != nil || len(port.FixedIPs) == 0 {
 			continue
 		}
-		out = append(out, portPod{pod: podOf(p, port.FixedIPs[0].IPAddress), uid: string(p.UID)})
+		out = append(out, portPod{pod: podOf(p, port.FixedIPs[0].IPAddress), uid: string(p.UID), obj: p})
 	}
 	return out
 }
@@ -388,14 +393,17 @@ func (c portChange) joins(groups map[string]bool) bool {
 	return false
 }
 
-// portChanges lists the ports whose groups differ from what their pods must carry. A pod whose groups are not
-// all made yet keeps its groups until they are.
-func (r *Reconciler) portChanges(pods []portPod, res policy.Result, ids map[string]string) []portChange {
+// portChanges lists the ports whose groups differ from what their pods must carry. An isolated pod one of
+// whose groups Neutron refused to make gets the ones that exist, never the cluster pod group: it is then
+// more closed than its policies say, never more open, and a Warning on the pod says which groups it lacks
+// (the reconcile asks Neutron again).
+func (r *Reconciler) portChanges(ctx context.Context, pods []portPod, res policy.Result, ids map[string]string) []portChange {
 	var changes []portChange
 	for _, p := range pods {
-		want, ok := policy.SecurityGroups(res.Pods[p.pod.Key()], r.Neutron.C.PodSecurityGroups, ids)
-		if !ok {
-			continue
+		want, missing := policy.SecurityGroups(res.Pods[p.pod.Key()], r.Neutron.C.PodSecurityGroups, ids)
+		want = nonNil(want)
+		if len(missing) > 0 {
+			r.warnMissing(ctx, p.obj, missing)
 		}
 		for _, port := range r.Neutron.X.PortsOf(p.uid) {
 			if !slices.Equal(slices.Sorted(slices.Values(port.SecurityGroups)), want) {
@@ -486,7 +494,8 @@ func byName(items []networkingv1.NetworkPolicy, name string) *networkingv1.Netwo
 	return nil
 }
 
-// warnGroup reports a failure on a group: on its policy for a policy group, in the log for the others.
+// warnGroup reports a failure on a group: on its policy for a policy group (its own or one for the pods that
+// give its named ports some numbers), in the log for the others.
 func (r *Reconciler) warnGroup(ctx context.Context, byPolicy map[string]*networkingv1.NetworkPolicy, key, reason, what string, err error) {
 	if np, ok := byPolicy[key]; ok {
 		r.warn(np, reason, what, err)
@@ -499,6 +508,14 @@ func (r *Reconciler) warnGroup(ctx context.Context, byPolicy map[string]*network
 			r.warn(np, reason, what, err)
 		}
 	}
+}
+
+// warnMissing says on a pod that it runs without some of its policies' groups, and so admits less than they
+// say until Neutron makes them.
+func (r *Reconciler) warnMissing(ctx context.Context, pod *corev1.Pod, missing []string) {
+	err := fmt.Errorf("security groups %s could not be made; the pod admits only what its other groups admit until they are", strings.Join(missing, ", "))
+	klog.FromContext(ctx).Info("Warning", "pod", klog.KObj(pod), "reason", "PolicyGroupsMissing", "missing", missing)
+	controller.Warn(r.Recorder, pod, "PolicyGroupsMissing", "Reconcile", "isolating the pod", err)
 }
 
 func (r *Reconciler) warn(np *networkingv1.NetworkPolicy, reason, what string, err error) {

@@ -450,3 +450,96 @@ func TestAnUnansweredPortUpdateDoesNotHoldEnforcement(t *testing.T) {
 	w.reconcile(t) // the next one finishes the job
 	w.expectGroups(t, "web", policy.BaseEgress, policy.BaseInfra, "np-np1")
 }
+
+// drain returns the events recorded so far.
+func (w *world) drain() []string {
+	var out []string
+	for len(w.rec.Events) > 0 {
+		out = append(out, <-w.rec.Events)
+	}
+	return out
+}
+
+func hasEvent(events []string, subs ...string) bool {
+	for _, e := range events {
+		all := true
+		for _, s := range subs {
+			all = all && strings.Contains(e, s)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// A pod a policy selects is never more open than the policy says: when Neutron refuses to make its groups
+// (the default quota is 10 groups per project), the running pod leaves the cluster pod group all the same,
+// isolated with the groups that exist, and hears about it; once the groups can be made, it gets them.
+func TestAGroupThatCannotBeMadeLeavesTheRunningPodClosed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// refuse makes Neutron refuse the groups; the base groups exist in the second case.
+		baseFirst bool
+		closedWith []string
+	}{
+		{name: "no group of the policy can be made", closedWith: nil},
+		{name: "the base groups exist but the policy's own cannot be made", baseFirst: true, closedWith: []string{"base-egress", "base-infra"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.addPod(t, "web", "web")
+			w.expectGroups(t, "web", "pods")
+			if tc.baseFirst {
+				other := numericPolicy()
+				other.Name, other.UID = "other", "np0"
+				other.Spec.PodSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "none"}}
+				if err := w.c.Create(context.Background(), other); err != nil {
+					t.Fatal(err)
+				}
+				w.reconcile(t)
+			}
+			if err := w.c.Create(context.Background(), numericPolicy()); err != nil {
+				t.Fatal(err)
+			}
+			w.n.Fail("CreateSecurityGroup", -1, openstack.NewError("neutron security_group create", openstack.KindQuota, 409, "Quota exceeded for resources: [security_group]"))
+			w.np.SpareGroups = 0
+			res, err := w.np.Reconcile(context.Background(), Key)
+			if err != nil || res.RequeueAfter == 0 {
+				t.Fatalf("reconcile = %v, %v; want a retry later", res, err)
+			}
+			w.expectGroups(t, "web", tc.closedWith...)
+			if ev := w.drain(); !hasEvent(ev, "Warning", "PolicyGroupsMissing", "np-np1") {
+				t.Fatalf("no Warning on the pod naming its missing group; events: %v", ev)
+			}
+			w.n.Fail("CreateSecurityGroup", 0, nil)
+			w.reconcile(t)
+			w.expectGroups(t, "web", "base-egress", "base-infra", "np-np1")
+		})
+	}
+}
+
+// A new pod whose policy group Neutron refused does not wait for ever: it gets its port with the groups that
+// exist (never the cluster pod group), and a Warning says which are missing.
+func TestANewPodWhosePolicyGroupIsRefusedStartsClosed(t *testing.T) {
+	w := newWorld(t)
+	if err := w.c.Create(context.Background(), numericPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	w.n.Fail("CreateSecurityGroup", -1, openstack.NewError("neutron security_group create", openstack.KindQuota, 409, "Quota exceeded for resources: [security_group]"))
+	w.reconcile(t)
+	w.drain()
+	w.addPod(t, "web", "web")
+	w.expectGroups(t, "web")
+	if ev := w.drain(); !hasEvent(ev, "Warning", "PolicyGroupsMissing", "np-np1") {
+		t.Fatalf("no Warning on the pod naming its missing group; events: %v", ev)
+	}
+}
+
+// numericPolicy is webPolicy with its port by number.
+func numericPolicy() *networkingv1.NetworkPolicy {
+	np := webPolicy()
+	port := intstr.FromInt32(8080)
+	np.Spec.Ingress[0].Ports[0].Port = &port
+	return np
+}

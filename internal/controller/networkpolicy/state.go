@@ -16,39 +16,57 @@ import (
 type State struct {
 	mu  sync.RWMutex
 	ids map[string]string
+	// refused are the keys of the groups Neutron refused to make in the last reconcile.
+	refused map[string]bool
 }
 
-func (s *State) set(ids map[string]string) {
+func (s *State) set(ids map[string]string, refused map[string]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ids = maps.Clone(ids)
+	s.ids, s.refused = maps.Clone(ids), maps.Clone(refused)
 }
 
-func (s *State) get() map[string]string {
+func (s *State) get() (ids map[string]string, refused map[string]bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.ids
+	return s.ids, s.refused
 }
 
 // GroupsFor are the security groups the port of pod (with address ip) must carry now, given the policies
 // the cache holds; unisolated are the groups of a pod no policy isolates. ok is false while a group the pod
-// needs has not been made yet: the pod waits, so that it never runs without the policies that select it.
-func (s *State) GroupsFor(ctx context.Context, c client.Reader, pod *corev1.Pod, ip string, unisolated []string) (groups []string, ok bool, err error) {
+// needs is still being made: the pod waits, so that it never runs without the policies that select it. A
+// group Neutron refused to make does not hold the pod: it goes on with the groups that exist (more closed
+// than its policies, never more open), and refused names the missing ones.
+func (s *State) GroupsFor(ctx context.Context, c client.Reader, pod *corev1.Pod, ip string, unisolated []string) (groups, refused []string, ok bool, err error) {
 	var nps networkingv1.NetworkPolicyList
 	if err := c.List(ctx, &nps); err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	if len(nps.Items) == 0 {
-		return unisolated, true, nil
+		return unisolated, nil, true, nil
 	}
 	var nss corev1.NamespaceList
 	if err := c.List(ctx, &nss); err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	p := podOf(pod, ip)
 	res := policy.Translate(nps.Items, []policy.Pod{p}, namespacesOf(nss.Items))
-	groups, ok = policy.SecurityGroups(res.Pods[p.Key()], unisolated, s.get())
-	return groups, ok, nil
+	ids, refusedKeys := s.get()
+	groups, missing := policy.SecurityGroups(res.Pods[p.Key()], unisolated, ids)
+	for _, k := range missing {
+		if !refusedKeys[k] {
+			return nil, nil, false, nil
+		}
+	}
+	return nonNil(groups), missing, true, nil
+}
+
+// nonNil is groups, or an empty list: a port update with no groups must say so, not leave them out.
+func nonNil(groups []string) []string {
+	if groups == nil {
+		return []string{}
+	}
+	return groups
 }
 
 func podOf(pod *corev1.Pod, ip string) policy.Pod {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 
 // Groups tells the security groups a pod's port must carry; ok is false while one is still being made.
 type Groups interface {
-	GroupsFor(ctx context.Context, c ctrl.Reader, pod *corev1.Pod, ip string, unisolated []string) (groups []string, ok bool, err error)
+	GroupsFor(ctx context.Context, c ctrl.Reader, pod *corev1.Pod, ip string, unisolated []string) (groups, refused []string, ok bool, err error)
 }
 
 // errGroupsPending: a group the pod's policies need is still being made; the pod waits for it.
@@ -134,7 +135,7 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutro
 	if _, annotated := pod.Annotations[annotations.PodPort]; r.Policies != nil && !annotated {
 		// A new pod's port gets its policies' groups before the annotation lets the CNI plug it; later
 		// changes of an annotated pod's groups are the policy controller's.
-		groups, ok, err := r.Policies.GroupsFor(ctx, r.Client, pod, "", r.Neutron.C.PodSecurityGroups)
+		groups, refused, ok, err := r.Policies.GroupsFor(ctx, r.Client, pod, "", r.Neutron.C.PodSecurityGroups)
 		if err != nil {
 			return neutron.Port{}, err
 		}
@@ -142,6 +143,12 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutro
 			return neutron.Port{}, errGroupsPending
 		}
 		ref.SecurityGroups = groups
+		if len(refused) > 0 {
+			// Fail closed: the pod runs with the groups that exist, admitting less than its policies say.
+			err := fmt.Errorf("security groups %s could not be made; the pod admits only what its other groups admit until they are", strings.Join(refused, ", "))
+			log.Info("Warning", "reason", "PolicyGroupsMissing", "missing", refused)
+			controller.Warn(r.Recorder, pod, "PolicyGroupsMissing", "Reconcile", "isolating the pod", err)
+		}
 	}
 	port, created, err := r.Neutron.EnsurePort(ctx, ref, nn, announced.ID)
 	if errors.Is(err, neutron.ErrNotLoaded) {
