@@ -582,39 +582,56 @@ func (x *Index) Claims() []Claim {
 	return out
 }
 
-// MarkDeferred records that a claim is handed out before Neutron is told (the pod's annotation carries it).
-func (x *Index) MarkDeferred(portID string) { x.mark(portID, func(c *claimed) { c.deferred = true }) }
+// MarkDeferred records that the pod uid's claim of a port is handed out before Neutron is told (the pod's
+// annotation carries it).
+func (x *Index) MarkDeferred(portID, uid string) {
+	x.mark(portID, uid, func(c *claimed) { c.deferred = true })
+}
 
-// MarkTagged records that Neutron shows the claim of a port by its pod's tags (a pool port bound in advance,
-// claimed without a port update): the port is the pod's, its name and device_id are still the pool's.
-func (x *Index) MarkTagged(portID string) { x.mark(portID, func(c *claimed) { c.tagged = true }) }
+// MarkTagged records that Neutron shows the pod uid's claim of a port by the pod's tags (a pool port bound in
+// advance, claimed without a port update): the port is the pod's, its name and device_id are still the pool's.
+func (x *Index) MarkTagged(portID, uid string) {
+	x.mark(portID, uid, func(c *claimed) { c.tagged = true })
+}
 
-// mark changes the claim on a port, if there is one.
-func (x *Index) mark(portID string, f func(*claimed)) {
+// mark changes the claim on a port, if the pod uid holds it: a port changes hands (recycling), and a claim of
+// its last pod must not change the claim of its next.
+func (x *Index) mark(portID, uid string, f func(*claimed)) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if c, ok := x.claims[portID]; ok {
+	if c, ok := x.claims[portID]; ok && c.owner.UID == uid {
 		f(&c)
 		x.claims[portID] = c
 		x.touch(portID)
 	}
 }
 
-// Confirm forgets a claim once Neutron shows it (or the port is gone). The touch keeps a listing that
-// began before Neutron changed from handing the port back to the pool.
-func (x *Index) Confirm(portID string) {
+// Confirm forgets the pod uid's claim of a port once Neutron shows it (or the port is gone); another pod's
+// claim of the port stays. The touch keeps a listing that began before Neutron changed from handing the port
+// back to the pool.
+func (x *Index) Confirm(portID, uid string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	delete(x.claims, portID)
-	x.touch(portID)
+	if c, ok := x.claims[portID]; ok && c.owner.UID == uid {
+		delete(x.claims, portID)
+		x.touch(portID)
+	}
 }
 
-// Claimed says a pool port was claimed and Neutron does not show it yet.
+// Claimed says a pool port was claimed, by any pod, and Neutron does not show it yet.
 func (x *Index) Claimed(portID string) bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	_, ok := x.claims[portID]
 	return ok
+}
+
+// ClaimedBy says the pod uid claimed the pool port and Neutron does not show it yet.
+func (x *Index) ClaimedBy(portID, uid string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	c, ok := x.claims[portID]
+	return ok && c.owner.UID == uid
 }
 
 type claimed struct {

@@ -57,7 +57,7 @@ func TestReplaceKeepsChangesMadeWhileListing(t *testing.T) {
 		{
 			name:   "a claim confirmed while listing stays with its pod",
 			before: func(x *Index) { x.PutPort("c", pool("p1")); x.Claim("n", "", owner, "pod") },
-			during: func(x *Index) { x.Confirm("p1") },
+			during: func(x *Index) { x.Confirm("p1", owner.UID) },
 			listed: []openstack.Port{pool("p1")},
 			check: func(t *testing.T, x *Index) {
 				if x.FreeIn("n", "") != 0 || len(x.PortsOf("u-claim")) != 1 {

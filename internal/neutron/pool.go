@@ -70,8 +70,11 @@ type Pools struct {
 	returning map[string]int // recycled ports on their way back
 	// pending are the claims whose tags Neutron does not show yet, by port ID, with the time each is due.
 	pending map[string]pendingClaim
-	wake    chan struct{}
-	ctx     context.Context
+	// held are the claims a worker has in hand: the owner's UID by port ID. A port's claim is in one worker's
+	// hands at a time, and is not pending meanwhile.
+	held map[string]string
+	wake chan struct{}
+	ctx  context.Context
 	// retry is the delay before a claim's first retry; each further try waits one more (default 100 ms).
 	retry time.Duration
 	// quiet is how long no pod may have taken a port before a claim that is its pod's already (by the tags, or
@@ -102,7 +105,7 @@ func (p *Pools) Start(ctx context.Context, workers int) {
 
 func (p *Pools) init() {
 	if p.refilling == nil {
-		p.refilling, p.closed, p.pending = map[string]bool{}, map[string]bool{}, map[string]pendingClaim{}
+		p.refilling, p.closed, p.pending, p.held = map[string]bool{}, map[string]bool{}, map[string]pendingClaim{}, map[string]string{}
 		p.takenAt, p.shrinking = map[string]time.Time{}, map[string]bool{}
 		p.wake = make(chan struct{}, 1)
 	}
@@ -127,16 +130,18 @@ func (p *Pools) work(ctx context.Context) {
 	}
 }
 
-// next takes one due claim off the pending set; when none is due, wait says how long until one is (at
-// most a second).
+// next takes one due claim off the pending set into a worker's hands (see complete); when none is due, wait
+// says how long until one is (at most a second).
 func (p *Pools) next() (c Claim, ok bool, wait time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.init()
 	now := time.Now()
 	wait = time.Second
 	for id, pc := range p.pending {
 		if !pc.due.After(now) {
 			delete(p.pending, id)
+			p.held[id] = pc.c.Owner.UID
 			return pc.c, true, 0
 		}
 		wait = min(wait, pc.due.Sub(now))
@@ -201,7 +206,7 @@ func (m *Manager) PoolsPerNode() bool { return m.P != nil && m.P.Cfg.PerNode }
 // device_id), so that no request stands between a pod and its annotation. A restarted Raven finds such a claim
 // by the annotation (Snapshot.Annotated) before it hands out any pool port.
 func (p *Pools) takeBound(port openstack.Port, owner ownership.Owner) (openstack.Port, bool, error) {
-	p.M.X.MarkDeferred(port.ID)
+	p.M.X.MarkDeferred(port.ID, owner.UID)
 	p.enqueue(Claim{PortID: port.ID, Owner: owner, Name: port.Name, Deferred: true})
 	return port, true, nil
 }
@@ -229,7 +234,7 @@ type Claim struct {
 }
 
 // Offer hands the workers claims to finish (the resync offers every one the index holds); one already
-// pending keeps its place.
+// pending or in a worker's hands keeps its place, and one the index no longer holds is dropped.
 func (p *Pools) Offer(claims []Claim) {
 	for _, c := range claims {
 		p.enqueue(c)
@@ -239,14 +244,32 @@ func (p *Pools) Offer(claims []Claim) {
 func (p *Pools) enqueue(c Claim) {
 	p.mu.Lock()
 	p.init()
-	if _, ok := p.pending[c.PortID]; !ok {
-		step := p.retry
-		if step == 0 {
-			step = 100 * time.Millisecond
-		}
-		p.pending[c.PortID] = pendingClaim{c: c, due: time.Now().Add(time.Duration(min(c.tries, 50)) * step)}
-	}
+	p.enqueueLocked(c)
 	p.mu.Unlock()
+	p.wakeUp()
+}
+
+// enqueueLocked makes c pending, if its pod still holds the claim: a port changes hands (recycling), and the
+// claim of its last pod, offered late, must neither be written over its next pod's nor keep that pod's claim
+// out. A claim of the same pod pending or in a worker's hands already keeps its place. p.mu is held.
+func (p *Pools) enqueueLocked(c Claim) {
+	if !p.M.X.ClaimedBy(c.PortID, c.Owner.UID) {
+		return // finished, or the port is gone or another pod's
+	}
+	if uid, ok := p.held[c.PortID]; ok && uid == c.Owner.UID {
+		return
+	}
+	if pc, ok := p.pending[c.PortID]; ok && pc.c.Owner.UID == c.Owner.UID {
+		return
+	}
+	step := p.retry
+	if step == 0 {
+		step = 100 * time.Millisecond
+	}
+	p.pending[c.PortID] = pendingClaim{c: c, due: time.Now().Add(time.Duration(min(c.tries, 50)) * step)}
+}
+
+func (p *Pools) wakeUp() {
 	select {
 	case p.wake <- struct{}{}:
 	default: // a wake-up is pending already
@@ -275,10 +298,26 @@ func (p *Pools) yield(ctx context.Context, quiet, limit time.Duration) {
 	}
 }
 
-// complete gives the claimed port its pod's tags (then, for a claim held in memory and in its pod's annotation
-// only, its name and device_id next), or, for a port claimed by its tags, its pod's name and device_id. A
-// failure puts the claim back, due later; it is never dropped.
+// complete finishes a claim next handed to a worker, and takes it out of the worker's hands: its next step,
+// or the same step after a failure, is pending again.
 func (p *Pools) complete(ctx context.Context, c Claim) {
+	again := p.write(ctx, c)
+	p.mu.Lock()
+	if p.held[c.PortID] == c.Owner.UID {
+		delete(p.held, c.PortID)
+	}
+	if again != nil {
+		p.enqueueLocked(*again)
+	}
+	p.mu.Unlock()
+	p.wakeUp()
+}
+
+// write gives the claimed port its pod's tags (then, for a claim held in memory and in its pod's annotation
+// only, its name and device_id next), or, for a port claimed by its tags, its pod's name and device_id, as long
+// as the pod holds the claim. It returns the claim's next step, or the same after a failure (due later: a
+// claim is never dropped), or nil when the claim is finished.
+func (p *Pools) write(ctx context.Context, c Claim) *Claim {
 	// A short yield for a claim Neutron shows by device_id only: until this call, the pod's port shows in
 	// Neutron as a pool port, and a slow Neutron keeps pods' creates in flight for minutes during a burst. A
 	// claim Neutron shows by its tags, or that the pod's annotation holds, is the pod's already; what Neutron
@@ -291,8 +330,8 @@ func (p *Pools) complete(ctx context.Context, c Claim) {
 		}
 	}
 	p.yield(ctx, quiet, limit)
-	if !p.M.X.Claimed(c.PortID) {
-		return // confirmed meanwhile, or the port is gone
+	if !p.M.X.ClaimedBy(c.PortID, c.Owner.UID) {
+		return nil // confirmed meanwhile, or the port is gone or another pod's
 	}
 	var err error
 	if c.Tagged {
@@ -303,14 +342,15 @@ func (p *Pools) complete(ctx context.Context, c Claim) {
 	switch {
 	case err == nil && c.Deferred:
 		// The pod's tags are in: its name and device_id follow, after the burst.
-		p.M.X.MarkTagged(c.PortID)
-		p.enqueue(Claim{PortID: c.PortID, Owner: c.Owner, Name: c.Name, Tagged: true})
+		p.M.X.MarkTagged(c.PortID, c.Owner.UID)
+		return &Claim{PortID: c.PortID, Owner: c.Owner, Name: c.Name, Tagged: true}
 	case err == nil, openstack.IsNotFound(err): // tagged, or the pod went and its port with it
-		p.M.X.Confirm(c.PortID)
+		p.M.X.Confirm(c.PortID, c.Owner.UID)
+		return nil
 	default:
 		klog.FromContext(ctx).Error(err, "Recording a pool port's new owner in Neutron; will retry", "port", c.PortID, "pod", c.Owner.Name)
 		c.tries++
-		p.enqueue(c)
+		return &c
 	}
 }
 
