@@ -44,6 +44,15 @@ type Index struct {
 	// written are the ports this process created, claimed or changed for an owner it had seen: their owner's
 	// absence from the cache is proof that it is gone, whatever the port's age.
 	written map[string]bool
+	// now reads the clock that dates touched and netTouched (nil: time.Now).
+	now func() time.Time
+}
+
+func (x *Index) clock() time.Time {
+	if x.now != nil {
+		return x.now()
+	}
+	return time.Now()
 }
 
 // NewIndex returns an empty index.
@@ -278,7 +287,7 @@ func (x *Index) touchNet(uid string) {
 	if x.netTouched == nil {
 		x.netTouched = map[string]time.Time{}
 	}
-	x.netTouched[uid] = time.Now()
+	x.netTouched[uid] = x.clock()
 }
 
 // PortsOf returns the ports recorded for an owner UID, oldest first.
@@ -339,7 +348,7 @@ func (x *Index) touch(id string) {
 	if x.touched == nil {
 		x.touched = map[string]time.Time{}
 	}
-	x.touched[id] = time.Now()
+	x.touched[id] = x.clock()
 	if x.written == nil {
 		x.written = map[string]bool{}
 	}

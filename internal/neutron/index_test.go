@@ -109,12 +109,16 @@ func TestReplaceKeepsChangesMadeWhileListing(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			x := NewIndex()
+			// The index's clock moves only when the test says: each change is dated before or after the
+			// listing began, whatever the resolution of the machine's clock.
+			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			x.now = func() time.Time { return now }
 			if tc.before != nil {
 				tc.before(x)
 			}
-			time.Sleep(2 * time.Millisecond)
-			snap := &Snapshot{Started: time.Now(), Ports: tc.listed, Networks: tc.nets, WithPorts: true}
-			time.Sleep(2 * time.Millisecond)
+			now = now.Add(time.Second)
+			snap := &Snapshot{Started: now, Ports: tc.listed, Networks: tc.nets, WithPorts: true}
+			now = now.Add(time.Second)
 			if tc.during != nil {
 				tc.during(x)
 			}
