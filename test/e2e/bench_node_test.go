@@ -260,7 +260,7 @@ func nodeFloor(t *testing.T, seq, n int) (createMs, plugMs []float64, u0, u1 nod
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := vs.WaitInstalled(wctx, server.HostIfName(prober.port.ID)); err != nil {
+	if err := vs.WaitInstalled(wctx, server.HostIfName(prober.port.ID), nil); err != nil {
 		t.Fatal(err)
 	}
 	targets := make([]*handPlugged, 0, n)

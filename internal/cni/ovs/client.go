@@ -6,7 +6,8 @@ import (
 )
 
 // External IDs of an Interface: the first four are what ovn-controller reads, the raven-* ones are how
-// raven-node finds its own interfaces again after a restart (its only state).
+// raven-node finds its own interfaces again after a restart (its only state), and KeyPlug tells one plug's
+// row from every other row of the name.
 const (
 	KeyIfaceID      = "iface-id"
 	KeyAttachedMAC  = "attached-mac"
@@ -17,6 +18,9 @@ const (
 	KeyIfName       = "raven-ifname"
 	KeyNetns        = "raven-netns"
 	KeyPod          = "raven-pod"
+	// KeyPlug is a value of each plug's own, written with the others, so that WaitInstalled waits for
+	// ovn-installed on that plug's row and not on a former row of the same name.
+	KeyPlug = "raven-plug"
 )
 
 // Interface is one OVS Interface with its external_ids.
@@ -27,6 +31,16 @@ type Interface struct {
 
 // Installed tells whether ovn-controller has put the interface's flows in.
 func (i Interface) Installed() bool { return i.ExternalIDs[KeyOVNInstalled] == "true" }
+
+// Carries tells whether the interface has every one of these external_ids, each with its value.
+func (i Interface) Carries(ids map[string]string) bool {
+	for k, v := range ids {
+		if got, ok := i.ExternalIDs[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
 
 // ErrNotInstalled is returned by WaitInstalled when its context ends first.
 var ErrNotInstalled = errors.New("ovn-installed not set")
@@ -42,9 +56,11 @@ type Client interface {
 	Interface(ctx context.Context, name string) (iface Interface, ok bool, err error)
 	// Interfaces returns every interface of the bridge.
 	Interfaces(ctx context.Context) ([]Interface, error)
-	// WaitInstalled returns when external_ids:ovn-installed="true" is on the interface, or an error
-	// wrapping ErrNotInstalled when ctx ends first.
-	WaitInstalled(ctx context.Context, name string) error
+	// WaitInstalled returns when external_ids:ovn-installed="true" is on the named interface's row and that
+	// row carries every one of plugged's external_ids, or an error wrapping ErrNotInstalled when ctx ends
+	// first. Given the external_ids of an AddPort, KeyPlug among them, that is the row AddPort wrote: the
+	// ovn-installed of a former row of the name never ends the wait. Nil plugged takes any row.
+	WaitInstalled(ctx context.Context, name string, plugged map[string]string) error
 	// Health returns an error saying what does not answer: ovsdb-server, the bridge, ovs-vswitchd or
 	// ovn-controller.
 	Health(ctx context.Context) error

@@ -87,9 +87,6 @@ func (v *VSCtl) AddPort(ctx context.Context, name string, externalIDs map[string
 	for _, k := range slices.Sorted(maps.Keys(externalIDs)) {
 		args = append(args, fmt.Sprintf("external_ids:%s=%s", k, quote(externalIDs[k])))
 	}
-	if v.Watch != nil {
-		v.Watch.expect(name)
-	}
 	if _, err := v.vsctl(ctx, args...); err != nil {
 		return fmt.Errorf("adding port %s to bridge %s: %w", name, v.Bridge, err)
 	}
@@ -143,12 +140,17 @@ func (v *VSCtl) Interfaces(ctx context.Context) ([]Interface, error) {
 }
 
 // WaitInstalled implements Client: through Watch when there is one, else with an ovs-vsctl wait-until, which
-// blocks on the database until the key appears (or the interface does): no polling either way.
-func (v *VSCtl) WaitInstalled(ctx context.Context, name string) error {
+// blocks on the database until the interface exists with the key and plugged's external_ids: no polling
+// either way.
+func (v *VSCtl) WaitInstalled(ctx context.Context, name string, plugged map[string]string) error {
 	if v.Watch != nil {
-		return v.Watch.WaitInstalled(ctx, name)
+		return v.Watch.WaitInstalled(ctx, name, plugged)
 	}
-	_, err := v.vsctl(ctx, "wait-until", "Interface", name, KeyOVNInstalledCondition)
+	args := []string{"wait-until", "Interface", name, KeyOVNInstalledCondition}
+	for _, k := range slices.Sorted(maps.Keys(plugged)) {
+		args = append(args, fmt.Sprintf("external_ids:%s=%s", k, quote(plugged[k])))
+	}
+	_, err := v.vsctl(ctx, args...)
 	if err == nil {
 		return nil
 	}

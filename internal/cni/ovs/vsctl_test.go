@@ -49,8 +49,16 @@ func TestVSCtlCalls(t *testing.T) {
 		},
 		{
 			name: "wait-until waits for ovn-installed",
-			do:   func(ctx context.Context, v *VSCtl) error { return v.WaitInstalled(ctx, "tapX") },
+			do:   func(ctx context.Context, v *VSCtl) error { return v.WaitInstalled(ctx, "tapX", nil) },
 			want: []string{"ovs-vsctl", "--timeout=10", "--db=unix:/tmp/db.sock", "wait-until", "Interface", "tapX", "external_ids:ovn-installed=true"},
+		},
+		{
+			name: "wait-until waits for ovn-installed on the row of the plug",
+			do: func(ctx context.Context, v *VSCtl) error {
+				return v.WaitInstalled(ctx, "tapX", map[string]string{"raven-plug": "p1", "iface-id": "a b"})
+			},
+			want: []string{"ovs-vsctl", "--timeout=10", "--db=unix:/tmp/db.sock", "wait-until", "Interface", "tapX", "external_ids:ovn-installed=true",
+				`external_ids:iface-id="a b"`, `external_ids:raven-plug="p1"`},
 		},
 	}
 	for _, tt := range tests {

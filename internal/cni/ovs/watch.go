@@ -26,11 +26,11 @@ type Watch struct {
 	// Start starts the monitor and returns its output; execMonitor when nil (the seam for tests).
 	Start func(ctx context.Context, db string) (io.ReadCloser, func() error, error)
 
-	mu        sync.Mutex
-	installed map[string]bool // by interface name, from the current monitor's rows
-	// pending names the interfaces AddPort is making again: what the monitor shows of them is their former
-	// row's until it shows the new row's insert.
-	pending map[string]bool
+	mu sync.Mutex
+	// rows holds the external_ids of each interface, by name, as the current monitor shows them. A row
+	// shown there may be a former row of the name (the monitor lags, or it started again and its first
+	// update is older than a plug): WaitInstalled tells the rows apart by what the plug wrote into them.
+	rows    map[string]map[string]string
 	changed chan struct{} // closed and replaced on every update
 }
 
@@ -129,8 +129,8 @@ func (w *Watch) apply(line []byte, first bool) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if first || w.installed == nil {
-		w.installed = map[string]bool{}
+	if first || w.rows == nil {
+		w.rows = map[string]map[string]string{}
 	}
 	for _, row := range t.Data {
 		if err := w.applyRow(cols, row); err != nil {
@@ -176,17 +176,14 @@ func (w *Watch) applyRow(cols [3]int, row []json.RawMessage) error {
 		return fmt.Errorf("interface name: %w", err)
 	}
 	if act == "delete" {
-		delete(w.installed, n)
+		delete(w.rows, n)
 		return nil
-	}
-	if act == "initial" || act == "insert" {
-		delete(w.pending, n)
 	}
 	m, err := parseMap(row[cols[2]])
 	if err != nil {
 		return fmt.Errorf("external_ids of %s: %w", n, err)
 	}
-	w.installed[n] = Interface{Name: n, ExternalIDs: m}.Installed()
+	w.rows[n] = m
 	return nil
 }
 
@@ -198,22 +195,15 @@ func (w *Watch) notify() {
 	w.changed = make(chan struct{})
 }
 
-// expect marks the interface as being made again: until the monitor shows its new row, it is not installed.
-func (w *Watch) expect(name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.pending == nil {
-		w.pending = map[string]bool{}
-	}
-	w.pending[name] = true
-}
-
-// WaitInstalled returns when the monitor shows the interface's current row with ovn-installed=true, or an
-// error wrapping ErrNotInstalled when ctx ends first.
-func (w *Watch) WaitInstalled(ctx context.Context, name string) error {
+// WaitInstalled returns when the monitor shows the named interface with ovn-installed=true on a row that
+// carries every one of plugged's external_ids (Client.WaitInstalled), or an error wrapping ErrNotInstalled
+// when ctx ends first.
+func (w *Watch) WaitInstalled(ctx context.Context, name string, plugged map[string]string) error {
 	for {
 		w.mu.Lock()
-		ok := w.installed[name] && !w.pending[name]
+		ids, shown := w.rows[name]
+		iface := Interface{Name: name, ExternalIDs: ids}
+		ok := shown && iface.Installed() && iface.Carries(plugged)
 		if w.changed == nil {
 			w.changed = make(chan struct{})
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,12 +58,13 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("port", t.port.ID, "interface", spec.HostIfName))
 
 	plugStart := time.Now()
-	res, err := s.plug(ctx, req, pod, t, spec)
+	ids := plugIDs(req, pod, t, spec)
+	res, err := s.plug(ctx, spec, ids)
 	if err != nil {
 		return nil, s.fail(ctx, pod, ReasonPlugFailed, newError(types.ErrInternal, "pod %s, port %s: %w", pod, t.port.ID, err))
 	}
 	waitStart := time.Now()
-	if err := s.cfg.OVS.WaitInstalled(ctx, spec.HostIfName); err != nil {
+	if err := s.cfg.OVS.WaitInstalled(ctx, spec.HostIfName, ids); err != nil {
 		s.undo(ctx, req.ContainerID, spec)
 		if errors.Is(err, ovs.ErrNotInstalled) {
 			return nil, s.fail(ctx, pod, ReasonNetworkNotReady, newError(types.ErrTryAgainLater,
@@ -146,19 +148,10 @@ func (s *Server) onAnotherNode(ctx context.Context, want wire.Pod) error {
 	return nil
 }
 
-// plug replaces whatever a former sandbox left on the port's interface, builds the pair and adds the host
-// end to the bridge. On error nothing of it is left.
-func (s *Server) plug(ctx context.Context, req wire.Request, pod wire.Pod, t target, spec plug.Spec) (plug.Result, error) {
-	unlock := s.locks.lock(spec.HostIfName)
-	defer unlock()
-	if err := s.takeOver(ctx, spec.HostIfName); err != nil {
-		return plug.Result{}, err
-	}
-	res, err := s.cfg.Plumber.Setup(ctx, spec)
-	if err != nil {
-		return plug.Result{}, fmt.Errorf("setting up the pod's interface: %w", err)
-	}
-	ids := map[string]string{
+// plugIDs are the external_ids of the interface of one plug: what ovn-controller reads, what DEL, CHECK and
+// GC find it by, and a plug ID of its own, by which the ADD knows its row from any former row of the name.
+func plugIDs(req wire.Request, pod wire.Pod, t target, spec plug.Spec) map[string]string {
+	return map[string]string{
 		ovs.KeyIfaceID:     t.port.ID,
 		ovs.KeyAttachedMAC: spec.MAC.String(),
 		ovs.KeyIfaceStatus: "active",
@@ -167,6 +160,21 @@ func (s *Server) plug(ctx context.Context, req wire.Request, pod wire.Pod, t tar
 		ovs.KeyIfName:      req.IfName,
 		ovs.KeyNetns:       req.Netns,
 		ovs.KeyPod:         pod.String(),
+		ovs.KeyPlug:        rand.Text(),
+	}
+}
+
+// plug replaces whatever a former sandbox left on the port's interface, builds the pair and adds the host
+// end to the bridge with these external_ids. On error nothing of it is left.
+func (s *Server) plug(ctx context.Context, spec plug.Spec, ids map[string]string) (plug.Result, error) {
+	unlock := s.locks.lock(spec.HostIfName)
+	defer unlock()
+	if err := s.takeOver(ctx, spec.HostIfName); err != nil {
+		return plug.Result{}, err
+	}
+	res, err := s.cfg.Plumber.Setup(ctx, spec)
+	if err != nil {
+		return plug.Result{}, fmt.Errorf("setting up the pod's interface: %w", err)
 	}
 	if err := s.cfg.OVS.AddPort(ctx, spec.HostIfName, ids); err != nil {
 		cctx, cancel := cleanupContext(ctx)

@@ -193,12 +193,18 @@ func checkResult(t *testing.T, r *current.Result) {
 	}
 }
 
-func checkPlugged(t *testing.T, e *env, sandbox string) {
+// checkPlugged: the sandbox's interface is on the bridge with its veth; it returns the plug's ID.
+func checkPlugged(t *testing.T, e *env, sandbox string) string {
 	t.Helper()
 	iface, ok, _ := e.ovs.Interface(t.Context(), testTap)
 	if !ok {
 		t.Fatalf("no OVS interface %s", testTap)
 	}
+	plugID := iface.ExternalIDs[ovs.KeyPlug]
+	if plugID == "" {
+		t.Errorf("external_ids %v without %s", iface.ExternalIDs, ovs.KeyPlug)
+	}
+	delete(iface.ExternalIDs, ovs.KeyPlug)
 	want := map[string]string{
 		"iface-id": testPort, "attached-mac": "fa:16:3e:84:88:2a", "iface-status": "active", "iface-id-ver": testUID,
 		"raven-sandbox": sandbox, "raven-ifname": "eth0", "raven-netns": "/var/run/netns/" + sandbox,
@@ -210,6 +216,7 @@ func checkPlugged(t *testing.T, e *env, sandbox string) {
 	if links := e.plumber.hostLinks(); !reflect.DeepEqual(links, []string{testTap}) {
 		t.Errorf("veths %v", links)
 	}
+	return plugID
 }
 
 // The runtime of one node asking the plugin of another: the pod is not in this node's cache, and the API
@@ -245,9 +252,12 @@ func TestAddAfterAFailedAdd(t *testing.T) {
 func TestAddTakesOverTheInterfaceOfAnOlderSandbox(t *testing.T) {
 	e := newEnv(t, 10*time.Second, testPod(t, annotated))
 	decodeResult(t, e.srv.Handle(t.Context(), request("ADD", "sandbox-1")))
+	first := checkPlugged(t, e, "sandbox-1")
 	// The runtime made a new sandbox before the old one's DEL.
 	decodeResult(t, e.srv.Handle(t.Context(), request("ADD", "sandbox-2")))
-	checkPlugged(t, e, "sandbox-2")
+	if second := checkPlugged(t, e, "sandbox-2"); second == first {
+		t.Errorf("both plugs wrote %s=%s: the second ADD could take the first row's ovn-installed for its own", ovs.KeyPlug, first)
+	}
 	// The older sandbox's DEL comes late and must not unplug the new one.
 	if resp := e.srv.Handle(t.Context(), request("DEL", "sandbox-1")); resp.Error != nil {
 		t.Fatal(resp.Error)

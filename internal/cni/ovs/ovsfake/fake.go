@@ -87,11 +87,13 @@ func (o *OVS) Interfaces(_ context.Context) ([]ovs.Interface, error) {
 	return out, nil
 }
 
-// WaitInstalled implements ovs.Client.
-func (o *OVS) WaitInstalled(ctx context.Context, name string) error {
+// WaitInstalled implements ovs.Client: the interface's row must carry plugged's external_ids too.
+func (o *OVS) WaitInstalled(ctx context.Context, name string, plugged map[string]string) error {
 	for {
 		o.mu.Lock()
-		done := o.ifaces[name][ovs.KeyOVNInstalled] == "true"
+		ids, ok := o.ifaces[name]
+		iface := ovs.Interface{Name: name, ExternalIDs: ids}
+		done := ok && iface.Installed() && iface.Carries(plugged)
 		ch := o.changed
 		o.mu.Unlock()
 		if done {
