@@ -139,7 +139,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 	sweeper := &orphan.Sweeper{
 		Client: mgr.GetClient(), Neutron: nm, Options: o, WithServices: o.Controllers.Services, Gate: gate, Metrics: m,
 		PodRepairs: podRepairs, NamespaceRepairs: nsRepairs,
-		CacheSynced: mgr.GetCache().WaitForCacheSync,
+		CacheSynced: mgr.GetCache().WaitForCacheSync, APIReader: mgr.GetAPIReader(),
 	}
 	if o.Controllers.Namespaces {
 		workers := min(o.Workers, 8)

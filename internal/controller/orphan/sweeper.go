@@ -3,10 +3,14 @@ package orphan
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/controller/pod"
 	"github.com/raven-net/raven/internal/metrics"
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/ownership"
@@ -36,6 +41,9 @@ type Sweeper struct {
 	Extra []func(ctx context.Context, now time.Time) error
 	// CacheSynced blocks until the informer caches are filled.
 	CacheSynced func(ctx context.Context) bool
+	// APIReader reads pods past the cache: the sweep asks it whether a port's owner is really gone before
+	// releasing the port (nil: the cache is trusted).
+	APIReader client.Reader
 }
 
 // annotatedPorts are the ports the annotations of pods that have not finished name, by port ID, with their pods
@@ -72,8 +80,7 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		return ctx.Err()
 	}
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
-	// First the cluster objects and the namespace networks (a few calls): enough to serve new work at once,
-	// even when Neutron is slow and the cluster has many ports.
+	// First the cluster objects and the namespace networks (a few calls).
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		c, err := neutron.EnsureCluster(ctx, s.Neutron.N, s.Options.ClusterID, s.Options.Neutron, s.WithServices)
 		if err != nil {
@@ -92,13 +99,10 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	if err != nil {
 		return nil // context ended
 	}
-	log.Info("Neutron ready for new work", "router", s.Neutron.C.RouterID, "subnetPool", s.Neutron.C.SubnetPoolID,
+	log.Info("Cluster's Neutron objects ready", "router", s.Neutron.C.RouterID, "subnetPool", s.Neutron.C.SubnetPoolID,
 		"networks", len(s.Neutron.X.Networks()), "tagsOnPortCreate", s.Neutron.C.Caps.TagsOnPortCreate)
-	s.Gate.Open()
-	if s.Metrics != nil {
-		s.Metrics.Writing.Set(1)
-	}
-	// Then every port: until they are in, a pod's own ports are looked up by its UID (neutron.EnsurePort).
+	// Then every port, before the gate opens: the reconcilers release and delete by the index, and one that
+	// found nothing there for a finished pod would let its port out of sight.
 	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		if _, err := s.Neutron.AdoptMarked(ctx); err != nil {
 			log.Error(err, "Tagging ports that lost their tags; will retry")
@@ -125,7 +129,11 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		p.Start(ctx, 4)
 		p.Offer(s.Neutron.X.Claims())
 	}
-	log.Info("Neutron view loaded", "networks", len(s.Neutron.X.Networks()), "ports", len(s.Neutron.X.PortsOfKind(ownership.KindPod)))
+	log.Info("Neutron view loaded; ready for new work", "networks", len(s.Neutron.X.Networks()), "ports", len(s.Neutron.X.PortsOfKind(ownership.KindPod)))
+	s.Gate.Open()
+	if s.Metrics != nil {
+		s.Metrics.Writing.Set(1)
+	}
 	// The first sweep runs right away: a pod deleted while Raven was stopped loses its port now.
 	first := true
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
@@ -169,34 +177,35 @@ func (s *Sweeper) Resync(ctx context.Context, now time.Time, reload bool) error 
 	return errors.Join(errs...)
 }
 
-func (s *Sweeper) old(created, now time.Time) bool {
-	return now.Sub(created) >= s.Options.OrphanGracePeriod.Duration
+// old says an object last created or changed at since has outlived the grace period.
+func (s *Sweeper) old(since, now time.Time) bool {
+	return now.Sub(since) >= s.Options.OrphanGracePeriod.Duration
+}
+
+// later is the later of two times: a port's age counts from its creation or its last update (a pool port's
+// claim), as the pod reconciler's release of a deleted pod's ports does.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
-	log := klog.FromContext(ctx)
-	// The ports are read before the pods: a pod is in the cache before it can take a port (a pool port, or a
-	// recycled one, whose creation time says nothing of when it was taken), so every owner of a port read
-	// here is in the pod list below if it still exists.
+	// The ports are read before the pods: a pod is in the cache before this process gives it a port, so every
+	// owner of a port read here that this process served is in the pod list below if it still exists. A port
+	// another leader gave (a pool port, or a recycled one, whose creation time says nothing of when it was
+	// taken) is aged from its last update, and its owner's absence is confirmed past the cache.
 	candidates := s.Neutron.X.PortsOfKind(ownership.KindPod)
 	var pods corev1.PodList
 	if err := s.Client.List(ctx, &pods); err != nil {
 		return err
 	}
-	live := make(map[string]bool, len(pods.Items))
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		live[string(p.UID)] = true
-		// A pod whose annotated port is gone from Neutron (deleted out of band) goes back to its reconciler.
-		// So does a pod with two ports (a create that finished after a crashed Raven's successor listed).
-		var ann annotations.Port
-		ports := s.Neutron.X.PortsOf(string(p.UID))
-		if ok, _ := annotations.Decode(p.Annotations, annotations.PodPort, &ann); ok && !hasPort(ports, ann.ID) || len(ports) > 1 {
-			if !controller.Send(ctx, s.PodRepairs, p) {
-				return ctx.Err()
-			}
-		}
+	live, held, err := s.repairPods(ctx, pods.Items)
+	if err != nil {
+		return err
 	}
+	kept := heldOwners(candidates, held)
 	// Deletes run a few at a time: a deleted namespace can leave hundreds of ports behind.
 	var (
 		mu   sync.Mutex
@@ -206,27 +215,110 @@ func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 	)
 	for _, port := range candidates {
 		o, _ := ownership.Parse(port.Tags)
-		if live[o.UID] || !s.old(port.CreatedAt, now) {
+		if live[o.UID] || !s.old(later(port.CreatedAt, port.UpdatedAt), now) {
+			continue
+		}
+		if holder, ok := kept[o.UID]; ok {
+			klog.FromContext(ctx).V(1).Info("Kept a port whose owner is gone: a live pod's annotation names it",
+				"port", port.ID, "owner", o.Name, "podUID", o.UID, "holder", holder)
 			continue
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			n, err := s.Neutron.ReleasePorts(ctx, o.UID)
-			if err != nil {
+			if err := s.releaseOrphan(ctx, port, o); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
-				return
-			}
-			if n > 0 { // 0: another worker had it in hand
-				log.Info("Released orphan port", "port", port.ID, "owner", o.Name, "podUID", o.UID)
-				s.swept("port")
 			}
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// repairPods sends back to their reconciler the pods whose ports are not as they should be, and returns the
+// UIDs of the pods that exist and the ports the annotations of those that need one name (with the pods' names).
+func (s *Sweeper) repairPods(ctx context.Context, pods []corev1.Pod) (live map[string]bool, held map[string]string, _ error) {
+	live = make(map[string]bool, len(pods))
+	held = make(map[string]string, len(pods))
+	for i := range pods {
+		p := &pods[i]
+		live[string(p.UID)] = true
+		var ann annotations.Port
+		annotated, _ := annotations.Decode(p.Annotations, annotations.PodPort, &ann)
+		if annotated && ann.ID != "" && pod.NeedsPort(p) {
+			held[ann.ID] = p.Namespace + "/" + p.Name
+		}
+		if needsRepair(p, annotated, ann.ID, s.Neutron.X.PortsOf(string(p.UID))) && !controller.Send(ctx, s.PodRepairs, p) {
+			return nil, nil, ctx.Err()
+		}
+	}
+	return live, held, nil
+}
+
+// needsRepair says the pod's reconciler must look at the pod again: its annotated port is gone from Neutron
+// (deleted out of band), it has two ports (a create that finished after a crashed Raven's successor listed), or
+// it needs no port and still has one or an annotation (a release that never happened or never finished).
+func needsRepair(p *corev1.Pod, annotated bool, announced string, ports []neutron.Port) bool {
+	if !pod.NeedsPort(p) {
+		return annotated || len(ports) > 0
+	}
+	return annotated && !hasPort(ports, announced) || len(ports) > 1
+}
+
+// heldOwners returns the owners of the ports that a live pod's annotation names, with that pod: their ports stay
+// whoever their tags say owns them.
+func heldOwners(ports []neutron.Port, held map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, p := range ports {
+		if holder, ok := held[p.ID]; ok {
+			o, _ := ownership.Parse(p.Tags)
+			out[o.UID] = holder
+		}
+	}
+	return out
+}
+
+// releaseOrphan releases the ports of the port's owner, once the API server confirms that the owner is gone.
+func (s *Sweeper) releaseOrphan(ctx context.Context, port neutron.Port, o ownership.Owner) error {
+	log := klog.FromContext(ctx)
+	gone, err := s.ownerGone(ctx, o)
+	if err != nil {
+		return err
+	}
+	if !gone {
+		log.V(1).Info("Kept the port of a pod the cache does not show yet", "port", port.ID, "owner", o.Name, "podUID", o.UID)
+		return nil
+	}
+	n, err := s.Neutron.ReleasePorts(ctx, o.UID)
+	if err != nil {
+		return err
+	}
+	if n > 0 { // 0: another worker had it in hand
+		log.Info("Released orphan port", "port", port.ID, "owner", o.Name, "podUID", o.UID)
+		s.swept("port")
+	}
+	return nil
+}
+
+// ownerGone asks the API server, past the cache, whether the pod that owns a port is gone: a pod that another
+// leader gave a port may not be in this cache yet, whatever the port's timestamps say. The owner's name in the
+// tags is only a hint; its UID decides.
+func (s *Sweeper) ownerGone(ctx context.Context, o ownership.Owner) (bool, error) {
+	ns, name, ok := strings.Cut(o.Name, "/")
+	if s.APIReader == nil || !ok {
+		return true, nil // no reader, or no name to read by: the cache decides
+	}
+	var p corev1.Pod
+	err := s.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &p)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("reading pod %s before releasing its port: %w", o.Name, err)
+	}
+	return string(p.UID) != o.UID, nil
 }
 
 func (s *Sweeper) sweepNamespaces(ctx context.Context, now time.Time) error {

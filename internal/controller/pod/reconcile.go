@@ -19,6 +19,7 @@ import (
 	"github.com/raven-net/raven/internal/controller"
 	"github.com/raven-net/raven/internal/metrics"
 	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
 	"github.com/raven-net/raven/pkg/annotations"
 )
@@ -67,7 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if !NeedsPort(&pod) {
-		return reconcile.Result{}, r.releaseFinished(ctx, &pod)
+		return r.releaseFinished(ctx, &pod)
 	}
 
 	var ns corev1.Namespace
@@ -75,7 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if why := r.Scope.Excluded(&ns); why != "" {
-		return reconcile.Result{}, r.skipExcluded(ctx, &pod, why)
+		return r.skipExcluded(ctx, &pod, why)
 	}
 	nn := r.Neutron.X.Network(string(ns.UID))
 	if nn == nil || nn.Subnet == nil || !nn.Attached {
@@ -170,27 +171,73 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutro
 }
 
 // releaseFinished deletes the port of a pod that needs none (finished, or on the host network) and
-// removes its annotations.
-func (r *Reconciler) releaseFinished(ctx context.Context, pod *corev1.Pod) error {
-	n, err := r.Neutron.ReleasePorts(ctx, string(pod.UID))
-	if err != nil {
-		r.warn(pod, "PortDelete", "deleting the port of a finished pod", err)
-		return err
+// removes its annotations once the port they name is released.
+func (r *Reconciler) releaseFinished(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	if res, wait, err := r.release(ctx, pod, "deleting the port of a finished pod"); wait {
+		return res, err
 	}
-	if n > 0 {
-		klog.FromContext(ctx).V(2).Info("Released port of finished pod", "ports", n)
-	}
-	return r.patch(ctx, pod, nil, nil)
+	return reconcile.Result{}, r.patch(ctx, pod, nil, nil)
 }
 
 // skipExcluded releases the port of a pod whose namespace is excluded, says why on the pod and removes
-// its annotations.
-func (r *Reconciler) skipExcluded(ctx context.Context, pod *corev1.Pod, why string) error {
-	if _, err := r.Neutron.ReleasePorts(ctx, string(pod.UID)); err != nil {
-		return err
+// its annotations once the port they name is released.
+func (r *Reconciler) skipExcluded(ctx context.Context, pod *corev1.Pod, why string) (reconcile.Result, error) {
+	if res, wait, err := r.release(ctx, pod, "deleting the port of a pod of an excluded namespace"); wait {
+		return res, err
 	}
 	controller.Warn(r.Recorder, pod, "NamespaceExcluded", "Skip", "giving the pod a Neutron port", errors.New(why+"; the pod gets no port"))
-	return r.patch(ctx, pod, nil, nil)
+	return reconcile.Result{}, r.patch(ctx, pod, nil, nil)
+}
+
+// release gives back every port of a pod that must have none. wait is true until the port the pod's annotation
+// names is no longer the pod's in Neutron (deleted, back in a pool, or gone already): the annotation is the
+// pod's last record of its port, and goes only after it, so that no restart loses track of the port.
+func (r *Reconciler) release(ctx context.Context, pod *corev1.Pod, what string) (res reconcile.Result, wait bool, _ error) {
+	log := klog.FromContext(ctx)
+	if !r.Neutron.X.PortsLoaded() {
+		// The index does not hold the pod's ports before the start-up listing: releasing by it would miss them.
+		log.V(3).Info("Waiting for the port listing before releasing the pod's port")
+		return reconcile.Result{RequeueAfter: time.Second}, true, nil
+	}
+	uid := string(pod.UID)
+	var announced annotations.Port
+	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value names no port
+	if err := r.loadAnnounced(ctx, announced.ID); err != nil {
+		r.warn(pod, "PortDelete", what, err)
+		return reconcile.Result{}, true, err
+	}
+	n, err := r.Neutron.ReleasePorts(ctx, uid)
+	if err != nil {
+		r.warn(pod, "PortDelete", what, err)
+		return reconcile.Result{}, true, err
+	}
+	if n > 0 {
+		log.V(2).Info("Released the pod's port", "ports", n)
+	}
+	if announced.ID != "" && r.Neutron.X.OwnedBy(announced.ID, uid) {
+		log.V(3).Info("Waiting for another worker to release the pod's port", "port", announced.ID)
+		return reconcile.Result{RequeueAfter: time.Second}, true, nil
+	}
+	return reconcile.Result{}, false, nil
+}
+
+// loadAnnounced puts the port a pod's annotation names into the index when the index does not know it (a port
+// another leader made or claimed after this process listed Neutron), so that its release does not miss it.
+func (r *Reconciler) loadAnnounced(ctx context.Context, id string) error {
+	if id == "" || r.Neutron.X.Known(id) {
+		return nil
+	}
+	p, err := r.Neutron.N.GetPort(ctx, id)
+	switch {
+	case openstack.IsNotFound(err):
+		return nil // gone already
+	case err != nil:
+		return fmt.Errorf("reading port %s: %w", id, err)
+	}
+	if ownership.Owns(r.Neutron.C.ID, p.Tags) {
+		r.Neutron.X.PutPort(r.Neutron.C.ID, *p)
+	}
+	return nil
 }
 
 // waitForNetwork brings the pod back while its namespace network is being built, and warns on the pod once

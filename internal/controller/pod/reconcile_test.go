@@ -42,6 +42,12 @@ func newWorld(t *testing.T, objs ...client.Object) *world {
 	if _, err := m.EnsureNamespace(ctx, "ns-uid", "ns"); err != nil {
 		t.Fatal(err)
 	}
+	// The gate opens once the index holds every port: so it does here.
+	snap, err := neutron.List(ctx, n, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.X.Replace("c1", snap)
 	c := crfake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(append(objs, ns)...).
 		WithIndex(&corev1.Pod{}, UIDField, func(o client.Object) []string { return []string{string(o.GetUID())} }).Build()
 	gate := controller.NewGate()

@@ -1,0 +1,100 @@
+package orphan
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/raven-net/raven/internal/config"
+	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// heldListing holds the listing of the cluster's ports until release is closed, and closes listing when it
+// begins.
+type heldListing struct {
+	openstack.Networking
+	once             sync.Once
+	listing, release chan struct{}
+}
+
+func (h *heldListing) ListPorts(ctx context.Context, f openstack.Filter) ([]openstack.Port, error) {
+	if len(f.Tags) > 0 && f.DeviceID == "" {
+		h.once.Do(func() { close(h.listing) })
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return h.Networking.ListPorts(ctx, f)
+}
+
+// A reconciler behind the gate releases and deletes by the index: it must not run before the index holds
+// every port, or a finished pod's port is not found and its annotation goes without it.
+func TestTheGateOpensOnlyOnceThePortsAreListed(t *testing.T) {
+	c := newCloud(t)
+	held := &heldListing{Networking: c.n, listing: make(chan struct{}), release: make(chan struct{})}
+	c.m.N = held
+	s, _, _ := c.sweeper(namespaceObj(), podObj("live", "live-uid"))
+	s.Gate = controller.NewGate()
+	s.Options.ResyncPeriod = config.Duration{Duration: time.Hour}
+	s.Options.Neutron = config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16", PodSubnetPrefixLength: 24}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	<-held.listing
+	if s.Gate.IsOpen() {
+		t.Error("the gate is open while the ports are being listed")
+	}
+	if s.Neutron.X.PortsLoaded() {
+		t.Error("the index says its ports are loaded while they are being listed")
+	}
+	close(held.release)
+	wait, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	if err := s.Gate.Wait(wait); err != nil {
+		t.Fatalf("the gate did not open once the ports were listed: %v", err)
+	}
+	if !s.Neutron.X.PortsLoaded() {
+		t.Error("the gate opened before the index held the ports")
+	}
+}
+
+func TestAFinishedPodThatStillHasAPortGoesBackToItsReconciler(t *testing.T) {
+	phase := func(p *corev1.Pod, ph corev1.PodPhase) *corev1.Pod { p.Status.Phase = ph; return p }
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{name: "a succeeded pod with a port goes back", pod: phase(podObj("live", "live-uid"), corev1.PodSucceeded), want: true},
+		{name: "a failed pod with a port goes back", pod: phase(podObj("live", "live-uid"), corev1.PodFailed), want: true},
+		{name: "a running pod with its one port does not", pod: phase(podObj("live", "live-uid"), corev1.PodRunning)},
+		{name: "a finished pod without a port does not", pod: phase(podObj("done", "done-uid"), corev1.PodSucceeded)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCloud(t)
+			s, pods, _ := c.sweeper(namespaceObj(), tc.pod)
+			if err := s.Resync(context.Background(), t0.Add(time.Second), true); err != nil {
+				t.Fatal(err)
+			}
+			var sent []client.Object
+			for len(pods) > 0 {
+				sent = append(sent, (<-pods).Object)
+			}
+			if got := len(sent) == 1 && sent[0].GetName() == tc.pod.Name; got != tc.want || len(sent) > 1 {
+				t.Fatalf("repairs sent: %d (want the pod %s: %v)", len(sent), tc.pod.Name, tc.want)
+			}
+		})
+	}
+}
