@@ -18,6 +18,9 @@ const (
 	KeyIfName       = "raven-ifname"
 	KeyNetns        = "raven-netns"
 	KeyPod          = "raven-pod"
+	// KeyNetwork is the name of the CNI network the interface was plugged for (its configuration's "name"):
+	// GC of one network never touches another's.
+	KeyNetwork = "raven-network"
 	// KeyPlug is a value of each plug's own, written with the others, so that WaitInstalled waits for
 	// ovn-installed on that plug's row and not on a former row of the same name.
 	KeyPlug = "raven-plug"

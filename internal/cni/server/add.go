@@ -58,7 +58,7 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("port", t.port.ID, "interface", spec.HostIfName))
 
 	plugStart := time.Now()
-	ids := plugIDs(req, pod, t, spec)
+	ids := plugIDs(req, conf.Name, pod, t, spec)
 	res, err := s.plug(ctx, spec, ids)
 	if err != nil {
 		return nil, s.fail(ctx, pod, ReasonPlugFailed, newError(types.ErrInternal, "pod %s, port %s: %w", pod, t.port.ID, err))
@@ -148,9 +148,10 @@ func (s *Server) onAnotherNode(ctx context.Context, want wire.Pod) error {
 	return nil
 }
 
-// plugIDs are the external_ids of the interface of one plug: what ovn-controller reads, what DEL, CHECK and
-// GC find it by, and a plug ID of its own, by which the ADD knows its row from any former row of the name.
-func plugIDs(req wire.Request, pod wire.Pod, t target, spec plug.Spec) map[string]string {
+// plugIDs are the external_ids of the interface of one plug for the network of that name: what
+// ovn-controller reads, what DEL, CHECK and GC find it by, and a plug ID of its own, by which the ADD knows
+// its row from any former row of the name.
+func plugIDs(req wire.Request, network string, pod wire.Pod, t target, spec plug.Spec) map[string]string {
 	return map[string]string{
 		ovs.KeyIfaceID:     t.port.ID,
 		ovs.KeyAttachedMAC: spec.MAC.String(),
@@ -160,6 +161,7 @@ func plugIDs(req wire.Request, pod wire.Pod, t target, spec plug.Spec) map[strin
 		ovs.KeyIfName:      req.IfName,
 		ovs.KeyNetns:       req.Netns,
 		ovs.KeyPod:         pod.String(),
+		ovs.KeyNetwork:     network,
 		ovs.KeyPlug:        rand.Text(),
 	}
 }

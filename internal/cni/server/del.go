@@ -33,7 +33,7 @@ func (s *Server) del(ctx context.Context, req wire.Request) error {
 			continue
 		}
 		found = true
-		if err := s.unplugIfOwned(ctx, iface.Name, req.ContainerID); err != nil {
+		if err := s.unplugIfOwned(ctx, iface.Name, map[string]string{ovs.KeySandbox: req.ContainerID}); err != nil {
 			return fmt.Errorf("DEL of sandbox %s: %w", req.ContainerID, err)
 		}
 	}
@@ -49,15 +49,16 @@ func (s *Server) del(ctx context.Context, req wire.Request) error {
 	return nil
 }
 
-// unplugIfOwned removes the interface and its veth if it still belongs to the sandbox, under its lock.
-func (s *Server) unplugIfOwned(ctx context.Context, name, sandbox string) error {
+// unplugIfOwned removes the interface and its veth, under its lock, if it still carries the owner's external_ids
+// (its sandbox; for GC, its network too).
+func (s *Server) unplugIfOwned(ctx context.Context, name string, owner map[string]string) error {
 	unlock := s.locks.lock(name)
 	defer unlock()
 	iface, ok, err := s.cfg.OVS.Interface(ctx, name)
 	if err != nil {
 		return err
 	}
-	if !ok || iface.ExternalIDs[ovs.KeySandbox] != sandbox {
+	if !ok || !iface.Carries(owner) {
 		return nil
 	}
 	if err := s.cfg.OVS.DelPort(ctx, name); err != nil {

@@ -12,30 +12,39 @@ import (
 	"github.com/raven-net/raven/internal/cni/wire"
 )
 
-// gc removes every interface Raven plugged whose (sandbox, ifname) is not among the valid attachments.
+// gc removes every interface Raven plugged for the request's network whose (sandbox, ifname) is not among
+// the valid attachments. The runtime lists the attachments of that network only: an interface of another
+// network (raven-cni serving two, under Multus), or of no recorded network (plugged before raven-node
+// recorded it), is never touched.
 func (s *Server) gc(ctx context.Context, conf *wire.NetConf) error {
+	if conf.Name == "" {
+		return newError(types.ErrInvalidNetworkConfig,
+			"GC: the network configuration has no \"name\", so raven-node cannot tell this network's attachments "+
+				"from another network's; nothing was removed. Give the conflist a name")
+	}
 	valid := map[types.GCAttachment]bool{}
 	for _, a := range conf.ValidAttachments {
 		valid[a] = true
 	}
 	ifaces, err := s.cfg.OVS.Interfaces(ctx)
 	if err != nil {
-		return fmt.Errorf("GC: %w", err)
+		return fmt.Errorf("GC of network %s: %w", conf.Name, err)
 	}
 	var errs []error
 	removed := 0
 	for _, iface := range ifaces {
 		ids := iface.ExternalIDs
 		sandbox := ids[ovs.KeySandbox]
-		if sandbox == "" || valid[types.GCAttachment{ContainerID: sandbox, IfName: ids[ovs.KeyIfName]}] {
+		if sandbox == "" || ids[ovs.KeyNetwork] != conf.Name || valid[types.GCAttachment{ContainerID: sandbox, IfName: ids[ovs.KeyIfName]}] {
 			continue
 		}
-		if err := s.unplugIfOwned(ctx, iface.Name, sandbox); err != nil {
-			errs = append(errs, fmt.Errorf("GC of interface %s (sandbox %s): %w", iface.Name, sandbox, err))
+		owner := map[string]string{ovs.KeySandbox: sandbox, ovs.KeyNetwork: conf.Name}
+		if err := s.unplugIfOwned(ctx, iface.Name, owner); err != nil {
+			errs = append(errs, fmt.Errorf("GC of network %s: interface %s (sandbox %s): %w", conf.Name, iface.Name, sandbox, err))
 			continue
 		}
 		removed++
 	}
-	klog.FromContext(ctx).V(1).Info("GC done", "valid", len(valid), "removed", removed)
+	klog.FromContext(ctx).V(1).Info("GC done", "network", conf.Name, "valid", len(valid), "removed", removed)
 	return errors.Join(errs...)
 }

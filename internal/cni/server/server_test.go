@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/raven-net/raven/internal/cni/ovs"
+	"github.com/raven-net/raven/internal/cni/plug"
 	"github.com/raven-net/raven/internal/cni/wire"
 	"github.com/raven-net/raven/pkg/annotations"
 )
@@ -208,7 +211,7 @@ func checkPlugged(t *testing.T, e *env, sandbox string) string {
 	want := map[string]string{
 		"iface-id": testPort, "attached-mac": "fa:16:3e:84:88:2a", "iface-status": "active", "iface-id-ver": testUID,
 		"raven-sandbox": sandbox, "raven-ifname": "eth0", "raven-netns": "/var/run/netns/" + sandbox,
-		"raven-pod": "default/nginx", "ovn-installed": "true",
+		"raven-pod": "default/nginx", "raven-network": "raven", "ovn-installed": "true",
 	}
 	if !reflect.DeepEqual(iface.ExternalIDs, want) {
 		t.Errorf("external_ids %v, want %v", iface.ExternalIDs, want)
@@ -342,30 +345,73 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func TestGCRemovesOnlyUnknownAttachments(t *testing.T) {
-	e := newEnv(t, time.Second)
-	mine := func(sandbox string) map[string]string {
-		return map[string]string{ovs.KeyIfaceID: "p-" + sandbox, ovs.KeySandbox: sandbox, ovs.KeyIfName: "eth0"}
+// GC for one network (the request's name, with its valid attachments) on a bridge with interfaces of
+// that network, of another network served by raven-cni too (Multus), and of neither.
+func TestGC(t *testing.T) {
+	iface := func(network, sandbox, ifName string) map[string]string {
+		ids := map[string]string{ovs.KeyIfaceID: "p-" + sandbox + "-" + ifName, ovs.KeySandbox: sandbox, ovs.KeyIfName: ifName}
+		if network != "" {
+			ids[ovs.KeyNetwork] = network
+		}
+		return ids
 	}
-	e.ovs.Set("tapkept", mine("kept"))
-	e.ovs.Set("tapstale", mine("stale"))
-	e.ovs.Set("tapotherif", map[string]string{ovs.KeySandbox: "kept", ovs.KeyIfName: "net1"})
-	e.ovs.Set("foreign", map[string]string{ovs.KeyIfaceID: "someone-elses"})
-	stale := e.plumber.links["tapstale"] // the stale attachment's veth is on the host
-	e.plumber.links["tapstale"] = stale
-	conf, _ := json.Marshal(map[string]any{
-		"cniVersion": "1.1.0", "name": "raven", "type": "raven-cni",
-		"cni.dev/valid-attachments": []types.GCAttachment{{ContainerID: "kept", IfName: "eth0"}},
-	})
-	resp := e.srv.Handle(t.Context(), wire.Request{Command: "GC", Config: conf})
-	if resp.Error != nil {
-		t.Fatal(resp.Error)
+	bridge := map[string]map[string]string{
+		"tapkept":    iface("raven", "kept", "eth0"),
+		"tapstale":   iface("raven", "stale", "eth0"),
+		"tapotherif": iface("raven", "kept", "net1"),
+		"tapsecond":  iface("second", "kept", "net1"),
+		"tapsecondx": iface("second", "stale", "net1"),
+		"tapunnamed": iface("", "stale", "eth0"),
+		"foreign":    {ovs.KeyIfaceID: "someone-elses"},
 	}
-	if got, want := e.ovs.Names(), []string{"foreign", "tapkept"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("OVS ports after GC %v, want %v", got, want)
+	tests := []struct {
+		name    string
+		network string
+		valid   []types.GCAttachment
+		want    []string
+		wantErr string
+	}{
+		{
+			name:    "GC of a network removes only its attachments that are not valid, never another network's",
+			network: "raven", valid: []types.GCAttachment{{ContainerID: "kept", IfName: "eth0"}},
+			want: []string{"foreign", "tapkept", "tapsecond", "tapsecondx", "tapunnamed"},
+		},
+		{
+			name:    "GC of the other network leaves the first network's attachments alone",
+			network: "second", valid: []types.GCAttachment{{ContainerID: "kept", IfName: "net1"}},
+			want: []string{"foreign", "tapkept", "tapotherif", "tapsecond", "tapstale", "tapunnamed"},
+		},
+		{
+			name:    "GC without valid attachments removes every attachment of its network only",
+			network: "second",
+			want:    []string{"foreign", "tapkept", "tapotherif", "tapstale", "tapunnamed"},
+		},
+		{
+			name: "GC of a configuration without a network name is refused and removes nothing",
+			want: slices.Sorted(maps.Keys(bridge)), wantErr: `network configuration has no "name"`,
+		},
 	}
-	if _, ok := e.plumber.links["tapstale"]; ok {
-		t.Error("veth of the stale attachment left")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, time.Second)
+			for name, ids := range bridge {
+				e.ovs.Set(name, ids)
+				e.plumber.links[name] = plug.Spec{HostIfName: name}
+			}
+			conf, _ := json.Marshal(map[string]any{
+				"cniVersion": "1.1.0", "name": tt.network, "type": "raven-cni", "cni.dev/valid-attachments": tt.valid,
+			})
+			resp := e.srv.Handle(t.Context(), wire.Request{Command: "GC", Config: conf})
+			if tt.wantErr == "" && resp.Error != nil || tt.wantErr != "" && (resp.Error == nil || !strings.Contains(resp.Error.Msg, tt.wantErr)) {
+				t.Fatalf("GC = %v, want error containing %q", resp.Error, tt.wantErr)
+			}
+			if got := e.ovs.Names(); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("OVS ports after GC %v, want %v", got, tt.want)
+			}
+			if got := e.plumber.hostLinks(); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("veths after GC %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 
