@@ -57,6 +57,9 @@ const PoolPortName = "raven-pool"
 type Pools struct {
 	M   *Manager
 	Cfg PoolConfig
+	// Nodes lists the names of the cluster's nodes (nil: unknown). Tend empties the pool of a node it does not
+	// list, whatever IdleAfter: no pod can take a port bound to a node that is gone.
+	Nodes func(ctx context.Context) ([]string, error)
 
 	mu       sync.Mutex
 	lastTake time.Time
@@ -80,6 +83,8 @@ type Pools struct {
 	// quiet is how long no pod may have taken a port before a claim that is its pod's already (by the tags, or
 	// held in memory and in the pod's annotation) is written to Neutron (default claimQuiet).
 	quiet time.Duration
+	// bg counts the pools being emptied in the background.
+	bg sync.WaitGroup
 }
 
 // claimQuiet: a burst's pods are still being plugged for a few seconds after the last of them took its port,
@@ -427,14 +432,41 @@ func (p *Pools) Kick(nn *NamespaceNet, host string) {
 }
 
 // Tend runs with every resync: pools where pods were created lately are topped up; a pool where no pod
-// took a port for IdleAfter (counted from Raven's start when no pod came since) gives its free ports back.
+// took a port for IdleAfter (counted from Raven's start when no pod came since), or whose node is gone, gives
+// its free ports back.
 func (p *Pools) Tend(ctx context.Context, nets []NamespaceNet, now time.Time) {
+	hosts := make([][]string, len(nets))
+	perNode := false
 	for i := range nets {
-		nn := &nets[i]
-		for _, host := range p.hostsOf(nn.Network.ID) {
-			p.tend(ctx, nn, host, now)
+		hosts[i] = p.hostsOf(nets[i].Network.ID)
+		perNode = perNode || slices.ContainsFunc(hosts[i], func(h string) bool { return h != "" })
+	}
+	gone := func(string) bool { return false }
+	if perNode {
+		gone = p.goneNodes(ctx)
+	}
+	for i := range nets {
+		for _, host := range hosts[i] {
+			p.tend(ctx, &nets[i], host, now, host != "" && gone(host))
 		}
 	}
+}
+
+// goneNodes says which nodes the cluster no longer has; none when Nodes is unset or fails.
+func (p *Pools) goneNodes(ctx context.Context) func(node string) bool {
+	if p.Nodes == nil {
+		return func(string) bool { return false }
+	}
+	names, err := p.Nodes(ctx)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Listing the nodes to find the pools of deleted nodes; will retry at the next resync")
+		return func(string) bool { return false }
+	}
+	live := make(map[string]bool, len(names))
+	for _, name := range names {
+		live[name] = true
+	}
+	return func(node string) bool { return !live[node] }
 }
 
 // hostsOf lists the pools of a network: those that hold free ports, and those pods took from.
@@ -450,7 +482,8 @@ func (p *Pools) hostsOf(networkID string) []string {
 	return hosts
 }
 
-func (p *Pools) tend(ctx context.Context, nn *NamespaceNet, host string, now time.Time) {
+// tend empties the pool for host when it is idle or its node is gone, or tops it up.
+func (p *Pools) tend(ctx context.Context, nn *NamespaceNet, host string, now time.Time, nodeGone bool) {
 	key := poolKey(nn.Network.ID, host)
 	p.mu.Lock()
 	p.init()
@@ -458,11 +491,14 @@ func (p *Pools) tend(ctx context.Context, nn *NamespaceNet, host string, now tim
 	if !ok {
 		taken = p.started // no pod since Raven started: the pool is as old as this process
 	}
-	idle := p.Cfg.IdleAfter > 0 && now.Sub(taken) >= p.Cfg.IdleAfter
+	idle := nodeGone || p.Cfg.IdleAfter > 0 && now.Sub(taken) >= p.Cfg.IdleAfter
+	if nodeGone {
+		delete(p.takenAt, key) // once empty, the pool is not tended again
+	}
 	busy := p.refilling[key] || p.shrinking[key]
 	if idle && !busy && p.M.X.FreeIn(nn.Network.ID, host) > 0 {
 		p.shrinking[key] = true
-		go p.shrink(ctx, *nn, host)
+		p.bg.Go(func() { p.shrink(ctx, *nn, host, nodeGone) })
 	}
 	p.mu.Unlock()
 	// Only the pools of the configured kind are refilled (per node, or unbound); those of the other kind, left
@@ -472,9 +508,9 @@ func (p *Pools) tend(ctx context.Context, nn *NamespaceNet, host string, now tim
 	}
 }
 
-// shrink deletes the free ports of an idle pool. Each is taken out of the pool first, so that no pod can be
-// handed a port being deleted.
-func (p *Pools) shrink(ctx context.Context, nn NamespaceNet, host string) {
+// shrink deletes the free ports of an idle pool, or of the pool of a node that is gone. Each is taken out of
+// the pool first, so that no pod can be handed a port being deleted.
+func (p *Pools) shrink(ctx context.Context, nn NamespaceNet, host string, nodeGone bool) {
 	defer func() {
 		p.mu.Lock()
 		delete(p.shrinking, poolKey(nn.Network.ID, host))
@@ -488,13 +524,14 @@ func (p *Pools) shrink(ctx context.Context, nn NamespaceNet, host string) {
 		}
 		if err := openstack.IgnoreNotFound(p.M.N.DeletePort(ctx, port.ID)); err != nil {
 			p.M.X.PutPort(p.M.C.ID, port) // back into the pool; the next resync tries again
-			klog.FromContext(ctx).Error(err, "Deleting a free port of an idle namespace's pool", "port", port.ID, "namespace", nn.Namespace)
+			klog.FromContext(ctx).Error(err, "Deleting a free port of a pool being emptied", "port", port.ID, "namespace", nn.Namespace,
+				"node", host, "nodeGone", nodeGone)
 			return
 		}
 		p.M.X.DropPort(port.ID)
 		n++
 	}
-	klog.FromContext(ctx).V(2).Info("Emptied an idle port pool", "namespace", nn.Namespace, "node", host, "deleted", n)
+	klog.FromContext(ctx).V(2).Info("Emptied a port pool", "namespace", nn.Namespace, "node", host, "nodeGone", nodeGone, "deleted", n)
 }
 
 // Close stops refilling a network (its namespace is going away).
