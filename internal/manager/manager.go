@@ -84,7 +84,8 @@ func newManager(restCfg *rest.Config, o config.Options, log klog.Logger) (ctrl.M
 			// Raven never reads managedFields; dropping them keeps the caches small.
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}: {Transform: slimPod},
+				&corev1.Pod{}:  {Transform: slimPod},
+				&corev1.Node{}: {Transform: slimNode},
 			},
 		},
 		LeaderElection:                o.LeaderElection.Enabled,
@@ -193,7 +194,7 @@ func addPolicyController(mgr ctrl.Manager, o config.Options, nm *neutron.Manager
 	if !o.Controllers.NetworkPolicies {
 		return nil, nil
 	}
-	state := &networkpolicy.State{}
+	state := &networkpolicy.State{NodeCIDRs: o.Neutron.PodIngressCIDRs}
 	serviceCIDR := ""
 	if o.Controllers.Services {
 		serviceCIDR = o.Neutron.ServiceSubnetCIDR
@@ -274,6 +275,18 @@ func openstackCheck(n openstack.Networking) healthz.Checker {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// slimNode keeps only what Raven reads of a node: its identity and addresses (NetworkPolicy admits a pod's own
+// node), not its images or conditions.
+func slimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: n.ObjectMeta, Status: corev1.NodeStatus{Addresses: n.Status.Addresses}}
+	slim.ManagedFields = nil
+	return slim, nil
+}
 
 // slimPod keeps only what Raven reads of a pod (identity, annotations, labels, hostNetwork, node, phase),
 // so that a cluster of thousands of pods costs little memory.

@@ -12,7 +12,7 @@ const (
 	// BaseEgress opens egress to anywhere.
 	BaseEgress = "base-egress"
 	// BaseInfra is what the cluster needs of an isolated pod: hairpin traffic a load balancer sends from its
-	// VIP and the nodes' traffic in, the load balancers' health checks in, and Services (a connection to a
+	// VIP in, the load balancers' health checks in, and Services (a connection to a
 	// clusterIP leaves the pod before the load balancer turns it towards a pod) out.
 	BaseInfra = "base-infra"
 )
@@ -23,7 +23,8 @@ type Infra struct {
 	ServiceCIDR string
 	// PodPrefixes are the pod subnet pool's prefixes.
 	PodPrefixes []string
-	// NodeCIDRs are further sources every pod admits (the nodes).
+	// NodeCIDRs are further sources a pod no policy isolates for ingress admits (the nodes); an isolated pod
+	// admits only its own node's addresses among them (AdmitOwnNodes).
 	NodeCIDRs []string
 	// HealthSources are the addresses the load balancers' health checks come from (the OVN provider's:
 	// each pod network's network:distributed port).
@@ -49,14 +50,15 @@ func BaseGroups(in Infra) []Group {
 		health = append(health, h)
 	}
 	ingress := from(append(append(slices.Clone(in.PodPrefixes), in.ServiceCIDR), in.NodeCIDRs...)...)
-	infra := from(append(append([]string{in.ServiceCIDR}, in.NodeCIDRs...), health...)...)
+	// Nodes are not in infra: an isolated pod admits its own node only, by the node's group (AdmitOwnNodes).
+	infra := from(append([]string{in.ServiceCIDR}, health...)...)
 	if in.ServiceCIDR != "" {
 		infra = append(infra, Rule{Direction: "egress", RemoteIPPrefix: in.ServiceCIDR})
 	}
 	return []Group{
 		{Key: BaseIngress, Description: "ingress of pods no NetworkPolicy isolates for ingress", Rules: dedupe(ingress)},
 		{Key: BaseEgress, Description: "egress of pods no NetworkPolicy isolates for egress", Rules: []Rule{{Direction: "egress", RemoteIPPrefix: "0.0.0.0/0"}}},
-		{Key: BaseInfra, Description: "what pods isolated by NetworkPolicy still need: load balancers, health checks, nodes", Rules: dedupe(infra)},
+		{Key: BaseInfra, Description: "what pods isolated by NetworkPolicy still need: load balancers, health checks", Rules: dedupe(infra)},
 	}
 }
 

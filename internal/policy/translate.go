@@ -22,6 +22,8 @@ type Pod struct {
 	Labels          map[string]string
 	IP              string
 	Ports           []corev1.ContainerPort
+	// Node is the name of the node the pod is bound to ("": not yet).
+	Node string
 }
 
 // Key is "namespace/name".

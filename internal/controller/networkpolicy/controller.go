@@ -20,7 +20,8 @@ import (
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
-// SetupWithManager watches NetworkPolicies, and the pods and namespaces they may select: each change
+// SetupWithManager watches NetworkPolicies, the pods and namespaces they may select, and the nodes (an
+// isolated pod admits its own): each change
 // brings the one cluster-wide request back.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{Key} })
@@ -29,6 +30,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&networkingv1.NetworkPolicy{}, all).
 		Watches(&corev1.Namespace{}, all, builder.WithPredicates(labelsChanged)).
 		Watches(&corev1.Pod{}, all, builder.WithPredicates(podChanged)).
+		Watches(&corev1.Node{}, all, builder.WithPredicates(addressesChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1, RateLimiter: ravenctrl.RateLimiter()}).
 		Complete(r)
 }
@@ -40,12 +42,20 @@ var labelsChanged = predicate.Funcs{
 	},
 }
 
+// addressesChanged passes creates, deletes and changes of a node's addresses (its group admits them).
+var addressesChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+		return !slices.Equal(o.Status.Addresses, n.Status.Addresses)
+	},
+}
+
 // podChanged passes what changes a pod's groups or their rules: its labels, its port (address), its
-// container ports (named ports), its coming and going.
+// container ports (named ports), its node (whose group it carries when isolated), its coming and going.
 var podChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-		return !maps.Equal(o.Labels, n.Labels) || o.Annotations[annotations.PodPort] != n.Annotations[annotations.PodPort] ||
+		return !maps.Equal(o.Labels, n.Labels) || o.Annotations[annotations.PodPort] != n.Annotations[annotations.PodPort] || o.Spec.NodeName != n.Spec.NodeName ||
 			!slices.EqualFunc(o.Spec.Containers, n.Spec.Containers, func(a, b corev1.Container) bool { return slices.Equal(a.Ports, b.Ports) })
 	},
 }

@@ -168,7 +168,8 @@ func (r *Reconciler) result(pending, short, policies bool) reconcile.Result {
 	return reconcile.Result{}
 }
 
-// translate reads the pods and namespaces and translates the policies.
+// translate reads the pods, namespaces and nodes and translates the policies; an isolated pod admits its own
+// node.
 func (r *Reconciler) translate(ctx context.Context, nps []networkingv1.NetworkPolicy) ([]portPod, policy.Result, error) {
 	var nss corev1.NamespaceList
 	if err := r.Client.List(ctx, &nss); err != nil {
@@ -183,7 +184,13 @@ func (r *Reconciler) translate(ctx context.Context, nps []networkingv1.NetworkPo
 	for _, p := range pods {
 		in = append(in, p.pod)
 	}
-	return pods, policy.Translate(nps, in, namespacesOf(nss.Items)), nil
+	res := policy.Translate(nps, in, namespacesOf(nss.Items))
+	nodes, err := nodeAddresses(ctx, r.Client, nil, r.NodeCIDRs)
+	if err != nil {
+		return nil, policy.Result{}, err
+	}
+	policy.AdmitOwnNodes(&res, in, nodes)
+	return pods, res, nil
 }
 
 // addBaseGroups adds the base groups to want while there are policies.

@@ -2,6 +2,7 @@ package networkpolicy
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -122,8 +123,9 @@ func (w *world) policyGroups() map[string]*openstack.SecurityGroup {
 	return out
 }
 
+// webPolicy admits the clients on tcp 8080 (named ports: namedports_test.go).
 func webPolicy() *networkingv1.NetworkPolicy {
-	port := intstr.FromString("http")
+	port := intstr.FromInt32(8080)
 	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "np1"}, Spec: networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 		Ingress: []networkingv1.NetworkPolicyIngressRule{{
@@ -203,8 +205,8 @@ func (w *world) expectNoCalls(t *testing.T, what string, methods ...string) {
 	}
 }
 
-// expectPolicyGroups checks the groups of webPolicy: its own with one rule (tcp 8080, the named port, from
-// the peer group), a peer group and the three base groups. It returns the policy's group and the peer's key.
+// expectPolicyGroups checks the groups of webPolicy: its own with one rule (tcp 8080 from the peer group), a
+// peer group and the three base groups. It returns the policy's group and the peer's key.
 func (w *world) expectPolicyGroups(t *testing.T) (*openstack.SecurityGroup, string) {
 	t.Helper()
 	gs := w.policyGroups()
@@ -217,7 +219,7 @@ func (w *world) expectPolicyGroups(t *testing.T) (*openstack.SecurityGroup, stri
 		PortRangeMin: 8080, PortRangeMax: 8080, RemoteGroupID: r.RemoteGroupID}
 	peer := w.keyOf(r.RemoteGroupID)
 	if r != want || !strings.HasPrefix(peer, "peer-") {
-		t.Fatalf("rule %+v; want ingress tcp 8080 (the named port) from the peer group", r)
+		t.Fatalf("rule %+v; want ingress tcp 8080 from the peer group", r)
 	}
 	return np, peer
 }
@@ -480,7 +482,7 @@ func TestAGroupThatCannotBeMadeLeavesTheRunningPodClosed(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// refuse makes Neutron refuse the groups; the base groups exist in the second case.
-		baseFirst bool
+		baseFirst  bool
 		closedWith []string
 	}{
 		{name: "no group of the policy can be made", closedWith: nil},
@@ -542,4 +544,62 @@ func numericPolicy() *networkingv1.NetworkPolicy {
 	port := intstr.FromInt32(8080)
 	np.Spec.Ingress[0].Ports[0].Port = &port
 	return np
+}
+
+// admits says whether the groups on the pod's port admit traffic in direction dir from or to addr, on any
+// port (prefix rules only).
+func (w *world) admits(t *testing.T, name, dir, addr string) bool {
+	t.Helper()
+	a := netip.MustParseAddr(addr)
+	for _, p := range w.n.Ports {
+		if p.DeviceID != name+"-uid" {
+			continue
+		}
+		for _, id := range p.SecurityGroups {
+			sg := w.n.SGs[id]
+			if sg == nil {
+				continue
+			}
+			for _, r := range sg.Rules {
+				if r.Direction != dir || r.RemoteIPPrefix == "" {
+					continue
+				}
+				if pfx, err := netip.ParsePrefix(r.RemoteIPPrefix); err == nil && pfx.Contains(a) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// An isolated pod admits its own node (kubelet probes), as Kubernetes does whatever the policies say, and
+// no other node: podIngressCIDRs only says where nodes' addresses lie.
+func TestAnIsolatedPodAdmitsItsOwnNodeOnly(t *testing.T) {
+	node := func(name, ip string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}}}
+	}
+	w := newWorld(t, node("node-a", "192.168.0.10"), node("node-b", "192.168.0.11"), node("node-far", "10.9.9.9"))
+	w.np.NodeCIDRs = []string{"192.168.0.0/24"}
+	w.np.State.NodeCIDRs = w.np.NodeCIDRs
+	w.addPod(t, "web", "web") // on node-a
+	if err := w.c.Create(context.Background(), numericPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile(t)
+	for _, tc := range []struct {
+		what, dir, addr string
+		want            bool
+	}{
+		{"its own node in", "ingress", "192.168.0.10", true},
+		{"its own node out", "egress", "192.168.0.10", true},
+		{"another node in", "ingress", "192.168.0.11", false},
+		{"another node's range in", "ingress", "192.168.0.99", false},
+		{"a node address outside podIngressCIDRs", "ingress", "10.9.9.9", false},
+	} {
+		if got := w.admits(t, "web", tc.dir, tc.addr); got != tc.want {
+			t.Errorf("%s (%s %s): admitted %v, want %v", tc.what, tc.dir, tc.addr, got, tc.want)
+		}
+	}
 }

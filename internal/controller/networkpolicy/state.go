@@ -14,6 +14,10 @@ import (
 
 // State is the policy groups Neutron has, by key, as the last reconcile left them.
 type State struct {
+	// NodeCIDRs are where nodes' addresses must lie for the isolated pods on them to admit them
+	// (neutron.podIngressCIDRs).
+	NodeCIDRs []string
+
 	mu  sync.RWMutex
 	ids map[string]string
 	// refused are the keys of the groups Neutron refused to make in the last reconcile.
@@ -51,14 +55,73 @@ func (s *State) GroupsFor(ctx context.Context, c client.Reader, pod *corev1.Pod,
 	}
 	p := podOf(pod, ip)
 	res := policy.Translate(nps.Items, []policy.Pod{p}, namespacesOf(nss.Items))
+	names := []string{}
+	if p.Node != "" {
+		names = append(names, p.Node)
+	}
+	nodes, err := nodeAddresses(ctx, c, names, s.NodeCIDRs)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	policy.AdmitOwnNodes(&res, []policy.Pod{p}, nodes)
 	ids, refusedKeys := s.get()
 	groups, missing := policy.SecurityGroups(res.Pods[p.Key()], unisolated, ids)
 	for _, k := range missing {
-		if !refusedKeys[k] {
+		switch {
+		case policy.IsNodeKey(k):
+			// The first isolated pod of a node: the policy reconcile makes the node's group once the pod has
+			// its port. Until then the pod does not admit its node (more closed, never more open).
+		case refusedKeys[k]:
+			refused = append(refused, k)
+		default:
 			return nil, nil, false, nil
 		}
 	}
-	return nonNil(groups), missing, true, nil
+	return nonNil(groups), refused, true, nil
+}
+
+// nodeAddresses are the admitted addresses of the named nodes (every node when names is nil), by node
+// name; none without cidrs.
+func nodeAddresses(ctx context.Context, c client.Reader, names []string, cidrs []string) (map[string][]string, error) {
+	if len(cidrs) == 0 {
+		return nil, nil
+	}
+	var nodes []corev1.Node
+	switch {
+	case names == nil:
+		var list corev1.NodeList
+		if err := c.List(ctx, &list); err != nil {
+			return nil, err
+		}
+		nodes = list.Items
+	default:
+		for _, name := range names {
+			var n corev1.Node
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+				if client.IgnoreNotFound(err) != nil {
+					return nil, err
+				}
+				continue
+			}
+			nodes = append(nodes, n)
+		}
+	}
+	out := make(map[string][]string, len(nodes))
+	for _, n := range nodes {
+		out[n.Name] = policy.NodeAddresses(addressesOf(&n), cidrs)
+	}
+	return out, nil
+}
+
+// addressesOf are a node's InternalIP and ExternalIP addresses.
+func addressesOf(n *corev1.Node) []string {
+	var out []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP {
+			out = append(out, a.Address)
+		}
+	}
+	return out
 }
 
 // nonNil is groups, or an empty list: a port update with no groups must say so, not leave them out.
@@ -70,7 +133,7 @@ func nonNil(groups []string) []string {
 }
 
 func podOf(pod *corev1.Pod, ip string) policy.Pod {
-	p := policy.Pod{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, IP: ip}
+	p := policy.Pod{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, IP: ip, Node: pod.Spec.NodeName}
 	for _, c := range pod.Spec.Containers {
 		p.Ports = append(p.Ports, c.Ports...)
 	}
