@@ -48,8 +48,11 @@ type Rule struct {
 
 // Group is a security group Raven wants: a policy's group with its rules, or a peer group without rules.
 type Group struct {
-	// Key identifies the group among a cluster's (its tag): "np-<policy UID>", "peer-<hash of the
-	// selectors>", or "base-<name>" for the groups that open a direction no policy isolates.
+	// Key identifies the group among a cluster's (its tag): "np-<policy UID>" for a policy's pods, or
+	// "np-<policy UID>-ports-<hash>" for those of its pods that give its ingress named ports one set of
+	// numbers (see PolicyKey); "peer-<hash>" for a peer's pods (of its selectors, of an ipBlock or every
+	// pod, and then those that give a named port one number); or "base-<name>" for the groups that open a
+	// direction no policy isolates.
 	Key string
 	// Description says what the group stands for, for people reading Neutron.
 	Description string
@@ -116,6 +119,12 @@ func (t *translator) problem(np *networkingv1.NetworkPolicy, format string, args
 	t.res.Problems[key] = append(t.res.Problems[key], fmt.Sprintf(format, args...))
 }
 
+// policy translates one policy. Its egress rules and the ingress rules without named ports are the same
+// for every pod it selects; an ingress named port opens, on each pod, the number that pod gives it. Its
+// pods are therefore grouped by those numbers, and each set of numbers gets a group of its own with all
+// the policy's rules, that of the pods naming none of them being KeyOf(np): a policy whose pods all name
+// the port alike still has one group. A pod's group depends on its own ports only, as State.GroupsFor,
+// which translates for one pod alone, needs.
 func (t *translator) policy(np *networkingv1.NetworkPolicy) {
 	selected, err := t.selectPods(np.Namespace, nil, &np.Spec.PodSelector)
 	if err != nil {
@@ -123,26 +132,76 @@ func (t *translator) policy(np *networkingv1.NetworkPolicy) {
 		return
 	}
 	ingress, egress := types(np)
-	g := Group{Key: KeyOf(np), Description: clip("NetworkPolicy " + np.Namespace + "/" + np.Name)}
+	var in []ruleSpec
+	var common []Rule
 	if ingress {
 		for i, r := range np.Spec.Ingress {
-			g.Rules = append(g.Rules, t.rule(np, "ingress", fmt.Sprintf("ingress[%d]", i), r.From, r.Ports, selected)...)
+			in = append(in, t.spec(np, "ingress", fmt.Sprintf("ingress[%d]", i), r.From, r.Ports))
 		}
 	}
 	if egress {
 		for i, r := range np.Spec.Egress {
-			g.Rules = append(g.Rules, t.rule(np, "egress", fmt.Sprintf("egress[%d]", i), r.To, r.Ports, nil)...)
+			common = append(common, t.egressRules(t.spec(np, "egress", fmt.Sprintf("egress[%d]", i), r.To, r.Ports))...)
 		}
 	}
-	g.Rules = dedupe(g.Rules)
-	t.res.Groups[g.Key] = g
+	refs := namedRefs(in)
+	variants, members := map[string]numbers{}, map[string][]Pod{}
 	for _, p := range selected {
-		m := t.res.Pods[p.Key()]
-		m.IngressIsolated = m.IngressIsolated || ingress
-		m.EgressIsolated = m.EgressIsolated || egress
-		m.Groups = append(m.Groups, g.Key)
-		t.res.Pods[p.Key()] = m
+		n := numbersOf(p, refs)
+		key := variantKey(np, n)
+		variants[key], members[key] = n, append(members[key], p)
 	}
+	if len(variants) == 0 {
+		variants[KeyOf(np)] = nil
+	}
+	for key, n := range variants {
+		rules := slices.Clone(common)
+		for _, s := range in {
+			rules = append(rules, s.ingressRules(n)...)
+		}
+		desc := "NetworkPolicy " + np.Namespace + "/" + np.Name
+		if len(n) > 0 {
+			desc += ", its pods with " + n.String()
+		}
+		t.res.Groups[key] = Group{Key: key, Description: clip(desc), Rules: dedupe(rules)}
+		for _, p := range members[key] {
+			t.join(p, key, ingress, egress)
+		}
+	}
+}
+
+// join makes p a member of the group key, which isolates it for ingress or egress as they say.
+func (t *translator) join(p Pod, key string, ingress, egress bool) {
+	m := t.res.Pods[p.Key()]
+	m.IngressIsolated = m.IngressIsolated || ingress
+	m.EgressIsolated = m.EgressIsolated || egress
+	m.Groups = append(m.Groups, key)
+	t.res.Pods[p.Key()] = m
+}
+
+// variantInfix separates a policy's key from the hash of the numbers of the pods a variant group is for.
+const variantInfix = "-ports-"
+
+// variantKey is the key of the group of np's pods that give its ingress named ports the numbers n: KeyOf(np)
+// when they name none of them.
+func variantKey(np *networkingv1.NetworkPolicy, n numbers) string {
+	if len(n) == 0 {
+		return KeyOf(np)
+	}
+	return KeyOf(np) + variantInfix + hash36(n.String())
+}
+
+// PolicyKey is the KeyOf of the policy whose group has key key, for a group a policy has for the pods that
+// give its named ports some numbers as for its own; any other key is returned as it is.
+func PolicyKey(key string) string {
+	i := strings.LastIndex(key, variantInfix)
+	if !strings.HasPrefix(key, "np-") || i < 0 {
+		return key
+	}
+	if h := key[i+len(variantInfix):]; h == "" || strings.Trim(h, "0123456789abcdefghijklmnopqrstuvwxyz") != "" {
+		return key
+	}
+	return key[:i]
 }
 
 // types says which directions a policy isolates: policyTypes when given, else Ingress, and Egress when the
@@ -162,48 +221,123 @@ func types(np *networkingv1.NetworkPolicy) (ingress, egress bool) {
 	return ingress, egress
 }
 
-// rule translates one ingress or egress rule: its peers × its ports. selected are the pods the policy
-// selects (ingress: named ports resolve on them); for egress, named ports resolve on each peer's pods.
-func (t *translator) rule(np *networkingv1.NetworkPolicy, dir, where string, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort, selected []Pod) []Rule {
-	type remote struct {
-		group, prefix string
-		pods          []Pod // where an egress named port resolves
-	}
-	var remotes []remote
+// ruleSpec is an ingress or egress rule read once (its problems said once): its remotes, its ports with a
+// number (or every port), and its named ports.
+type ruleSpec struct {
+	dir     string
+	remotes []remote
+	ports   []portRange
+	named   []namedRef
+}
+
+// remote is one from/to entry: the prefixes it admits (an ipBlock minus its excepts, or everything) or the
+// peer group of its selectors, and, for its named ports, its pods and what they are (desc).
+type remote struct {
+	prefixes []string
+	group    string
+	desc     string
+	pods     []Pod
+}
+
+// spec reads one ingress or egress rule. A selector's peer group is made whatever the pods (ingress) or
+// when ports with a number use it (egress), so that whether a pod belongs to it depends on that pod alone.
+func (t *translator) spec(np *networkingv1.NetworkPolicy, dir, where string, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) ruleSpec {
+	s := ruleSpec{dir: dir}
+	s.ports, s.named = t.portRanges(np, where, ports)
 	if len(peers) == 0 {
-		remotes = append(remotes, remote{prefix: "0.0.0.0/0", pods: t.pods})
+		desc, pods, _ := t.peerPods("", &metav1.LabelSelector{}, nil)
+		s.remotes = []remote{{prefixes: []string{"0.0.0.0/0"}, desc: desc, pods: pods}}
+		return s
 	}
 	for i, peer := range peers {
-		switch {
-		case peer.IPBlock != nil:
-			if b, err := netip.ParsePrefix(peer.IPBlock.CIDR); err == nil && !b.Addr().Is4() {
-				continue // Raven's pods are IPv4: an IPv6 block admits none of them
+		if peer.IPBlock != nil {
+			if rm, ok := t.block(np, fmt.Sprintf("%s.from/to[%d].ipBlock", where, i), peer.IPBlock); ok {
+				s.remotes = append(s.remotes, rm)
 			}
-			prefixes, err := Subtract(peer.IPBlock.CIDR, peer.IPBlock.Except)
-			if err != nil {
-				t.problem(np, "%s.from/to[%d].ipBlock: %v", where, i, err)
-				continue
-			}
-			for _, p := range prefixes {
-				remotes = append(remotes, remote{prefix: p, pods: t.podsIn(p)})
-			}
-		default:
-			key, pods, err := t.peerGroup(np.Namespace, peer.NamespaceSelector, peer.PodSelector)
-			if err != nil {
-				t.problem(np, "%s.from/to[%d]: %v", where, i, err)
-				continue
-			}
-			remotes = append(remotes, remote{group: key, pods: pods})
+			continue
+		}
+		desc, pods, err := t.peerPods(np.Namespace, peer.NamespaceSelector, peer.PodSelector)
+		if err != nil {
+			t.problem(np, "%s.from/to[%d]: %v", where, i, err)
+			continue
+		}
+		rm := remote{desc: desc, pods: pods}
+		if dir == "ingress" || len(s.ports) > 0 {
+			rm.group = t.group(desc, pods)
+		}
+		s.remotes = append(s.remotes, rm)
+	}
+	return s
+}
+
+// block is the remote of an ipBlock; false when it admits no pod address (IPv6) or is invalid.
+func (t *translator) block(np *networkingv1.NetworkPolicy, where string, b *networkingv1.IPBlock) (remote, bool) {
+	if p, err := netip.ParsePrefix(b.CIDR); err == nil && !p.Addr().Is4() {
+		return remote{}, false // Raven's pods are IPv4: an IPv6 block admits none of them
+	}
+	prefixes, err := Subtract(b.CIDR, b.Except)
+	if err != nil {
+		t.problem(np, "%s: %v", where, err)
+		return remote{}, false
+	}
+	rm := remote{prefixes: prefixes, desc: "pods in " + b.CIDR}
+	if len(b.Except) > 0 {
+		rm.desc += " except " + strings.Join(slices.Sorted(slices.Values(b.Except)), " ")
+	}
+	for _, p := range prefixes {
+		rm.pods = append(rm.pods, t.podsIn(p)...)
+	}
+	return rm, true
+}
+
+// rules are the rules admitting the remote on ports.
+func (rm remote) rules(dir string, ports []portRange) []Rule {
+	var out []Rule
+	for _, pr := range ports {
+		if rm.group != "" {
+			out = append(out, Rule{Direction: dir, Protocol: pr.protocol, PortMin: pr.min, PortMax: pr.max, RemoteGroup: rm.group})
+			continue
+		}
+		for _, p := range rm.prefixes {
+			out = append(out, Rule{Direction: dir, Protocol: pr.protocol, PortMin: pr.min, PortMax: pr.max, RemoteIPPrefix: p})
+		}
+	}
+	return out
+}
+
+// ingressRules are the rules of an ingress rule on the pods that give its named ports the numbers n.
+func (s ruleSpec) ingressRules(n numbers) []Rule {
+	ports := slices.Clone(s.ports)
+	for _, ref := range s.named {
+		if v, ok := n[ref]; ok {
+			ports = append(ports, portRange{protocol: ref.protocol(), min: v, max: v})
 		}
 	}
 	var out []Rule
-	for _, rm := range remotes {
-		on := selected
-		if dir == "egress" {
-			on = rm.pods
-		}
-		for _, pr := range t.portRanges(np, where, ports, on) {
-			out = append(out, Rule{Direction: dir, Protocol: pr.protocol, PortMin: pr.min, PortMax: pr.max, RemoteGroup: rm.group, RemoteIPPrefix: rm.prefix})
+	for _, rm := range s.remotes {
+		out = append(out, rm.rules(s.dir, ports)...)
+	}
+	return out
+}
+
+// egressRules are the rules of an egress rule. A named port is resolved on the destination: for each
+// number the remote's pods give it, a rule on that number towards a peer group of the remote's pods that
+// give it that number. Rules grow with the distinct numbers, not with the pods.
+func (t *translator) egressRules(s ruleSpec) []Rule {
+	var out []Rule
+	for _, rm := range s.remotes {
+		out = append(out, rm.rules(s.dir, s.ports)...)
+		for _, ref := range s.named {
+			for _, v := range namedPort(rm.pods, ref) {
+				var members []Pod
+				for _, p := range rm.pods {
+					if n, ok := ref.on(p); ok && n == v {
+						members = append(members, p)
+					}
+				}
+				key := t.group(fmt.Sprintf("%s whose %s port %s is %d", rm.desc, ref.protocol(), ref.name, v), members)
+				out = append(out, Rule{Direction: s.dir, Protocol: ref.protocol(), PortMin: v, PortMax: v, RemoteGroup: key})
+			}
 		}
 	}
 	return out
@@ -214,14 +348,69 @@ type portRange struct {
 	min, max int
 }
 
-// portRanges is the rule's ports as Neutron port ranges: every port of every protocol when none is given;
-// a named port becomes the numbers it names on the pods on (the destination side), as many ranges as
-// there are distinct numbers, and none when no pod names it.
-func (t *translator) portRanges(np *networkingv1.NetworkPolicy, where string, ports []networkingv1.NetworkPolicyPort, on []Pod) []portRange {
+// namedRef is a named port of a rule: a container port name and its protocol.
+type namedRef struct {
+	name  string
+	proto corev1.Protocol
+}
+
+func (r namedRef) protocol() string { return strings.ToLower(string(r.proto)) }
+
+// on is the number pod p gives the named port; false when it names no such port.
+func (r namedRef) on(p Pod) (int, bool) {
+	for _, cp := range p.Ports {
+		if cp.Name == r.name && cmp.Or(cp.Protocol, corev1.ProtocolTCP) == r.proto {
+			return int(cp.ContainerPort), true
+		}
+	}
+	return 0, false
+}
+
+// numbers are the numbers a pod gives named ports, of those it names.
+type numbers map[namedRef]int
+
+// numbersOf are the numbers p gives refs.
+func numbersOf(p Pod, refs []namedRef) numbers {
+	n := numbers{}
+	for _, ref := range refs {
+		if v, ok := ref.on(p); ok {
+			n[ref] = v
+		}
+	}
+	return n
+}
+
+// String is the numbers in a stable order, e.g. "tcp http 80, udp dns 53".
+func (n numbers) String() string {
+	var parts []string
+	for ref, v := range n {
+		parts = append(parts, fmt.Sprintf("%s %s %d", ref.protocol(), ref.name, v))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+// namedRefs are the distinct named ports of rules.
+func namedRefs(rules []ruleSpec) []namedRef {
+	var out []namedRef
+	for _, s := range rules {
+		for _, ref := range s.named {
+			if !slices.Contains(out, ref) {
+				out = append(out, ref)
+			}
+		}
+	}
+	return out
+}
+
+// portRanges are the rule's ports with a number as Neutron port ranges (every port of every protocol when
+// none is given), and its named ports, which are resolved on the destination pods.
+func (t *translator) portRanges(np *networkingv1.NetworkPolicy, where string, ports []networkingv1.NetworkPolicyPort) ([]portRange, []namedRef) {
 	if len(ports) == 0 {
-		return []portRange{{}}
+		return []portRange{{}}, nil
 	}
 	var out []portRange
+	var named []namedRef
 	for _, p := range ports {
 		proto := corev1.ProtocolTCP
 		if p.Protocol != nil {
@@ -242,32 +431,27 @@ func (t *translator) portRanges(np *networkingv1.NetworkPolicy, where string, po
 			}
 			out = append(out, portRange{protocol: protocol, min: int(p.Port.IntVal), max: end})
 		default:
-			for _, n := range namedPort(on, p.Port.StrVal, proto) {
-				out = append(out, portRange{protocol: protocol, min: n, max: n})
-			}
+			named = append(named, namedRef{name: p.Port.StrVal, proto: proto})
 		}
 	}
-	return out
+	return out, named
 }
 
-// namedPort is the sorted distinct numbers the container port name of protocol proto has on pods.
-func namedPort(pods []Pod, name string, proto corev1.Protocol) []int {
+// namedPort is the sorted distinct numbers pods give the named port ref.
+func namedPort(pods []Pod, ref namedRef) []int {
 	var out []int
 	for _, p := range pods {
-		for _, cp := range p.Ports {
-			cpProto := cmp.Or(cp.Protocol, corev1.ProtocolTCP)
-			if cp.Name == name && cpProto == proto {
-				out = append(out, int(cp.ContainerPort))
-			}
+		if n, ok := ref.on(p); ok {
+			out = append(out, n)
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
-// peerGroup is the peer group of a from/to entry with selectors, made when first seen, and its pods (who
-// become its members). Without namespaceSelector the peer is in the policy's namespace.
-func (t *translator) peerGroup(policyNS string, nsSel, podSel *metav1.LabelSelector) (string, []Pod, error) {
+// peerPods are the pods of a from/to entry with selectors, and what they are. Without namespaceSelector
+// the peer is in the policy's namespace.
+func (t *translator) peerPods(policyNS string, nsSel, podSel *metav1.LabelSelector) (string, []Pod, error) {
 	if nsSel == nil && podSel == nil {
 		return "", nil, fmt.Errorf("a peer needs a podSelector, a namespaceSelector or an ipBlock")
 	}
@@ -281,18 +465,26 @@ func (t *translator) peerGroup(policyNS string, nsSel, podSel *metav1.LabelSelec
 	} else {
 		desc += " in namespaces " + selectorText(nsSel)
 	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(desc))
-	key := "peer-" + strconv.FormatUint(h.Sum64(), 36)
+	return desc, pods, nil
+}
+
+// group is the key of the peer group of the pods desc says, made when first seen with members as its
+// members.
+func (t *translator) group(desc string, members []Pod) string {
+	key := "peer-" + hash36(desc)
 	if _, ok := t.res.Groups[key]; !ok {
 		t.res.Groups[key] = Group{Key: key, Description: clip(desc)}
-		for _, p := range pods {
-			m := t.res.Pods[p.Key()]
-			m.Groups = append(m.Groups, key)
-			t.res.Pods[p.Key()] = m
+		for _, p := range members {
+			t.join(p, key, false, false)
 		}
 	}
-	return key, pods, nil
+	return key
+}
+
+func hash36(s string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(s))
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // selectPods are the pods matching podSel (nil: all) in namespace ns, or in the namespaces matching nsSel

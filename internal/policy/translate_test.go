@@ -48,35 +48,63 @@ func TestSubtract(t *testing.T) {
 	}
 }
 
-// The rule count grows with the policy's rules, peers and ports, not with the pods it selects or admits.
+// The rule and group counts grow with the policy's rules, peers, ports and the distinct numbers its named
+// ports resolve to, not with the pods it selects or admits. Half the web pods name http 80, the other half
+// 81; the clients name it 8080.
 func TestRulesDoNotGrowWithPods(t *testing.T) {
-	tcp := corev1.ProtocolTCP
-	port := intstr.FromInt32(80)
-	np := networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "web"}, Spec: networkingv1.NetworkPolicySpec{
-		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		Ingress: []networkingv1.NetworkPolicyIngressRule{{
-			From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "client"}}}},
-			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}},
-		}},
-	}}
-	rules := func(n int) (int, int) {
-		var pods []Pod
-		for i := range n {
-			pods = append(pods, Pod{Namespace: "x", Name: "web" + strings.Repeat("w", i), Labels: map[string]string{"app": "web"}},
-				Pod{Namespace: "x", Name: "client" + strings.Repeat("c", i), Labels: map[string]string{"app": "client"}})
-		}
-		res := Translate([]networkingv1.NetworkPolicy{np}, pods, []Namespace{{Name: "x"}})
-		total := 0
-		for _, g := range res.Groups {
-			total += len(g.Rules)
-		}
-		return total, len(res.Pods)
+	web := map[string]string{"app": "web"}
+	client := map[string]string{"app": "client"}
+	port80, http := intstr.FromInt32(80), intstr.FromString("http")
+	cases := []struct {
+		name                  string
+		selects               map[string]string
+		ingress               []networkingv1.NetworkPolicyIngressRule
+		egress                []networkingv1.NetworkPolicyEgressRule
+		wantRules, wantGroups int
+	}{
+		{"a numbered port is one rule and the policy's group and the peer's", web,
+			[]networkingv1.NetworkPolicyIngressRule{{From: peer(client), Ports: []networkingv1.NetworkPolicyPort{{Port: &port80}}}}, nil, 1, 2},
+		{"an ingress named port the selected pods number two ways is a group and a rule for each way, and the peer's group", web,
+			[]networkingv1.NetworkPolicyIngressRule{{From: peer(client), Ports: []networkingv1.NetworkPolicyPort{{Port: &http}}}}, nil, 2, 3},
+		{"an egress named port towards pods that number it two ways is the policy's group and a rule and a peer group for each number", client, nil,
+			[]networkingv1.NetworkPolicyEgressRule{{To: peer(web), Ports: []networkingv1.NetworkPolicyPort{{Port: &http}}}}, 2, 3},
+		{"an egress named port to anywhere is a rule and a peer group for each number the cluster's pods give it", client, nil,
+			[]networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: &http}}}}, 3, 4},
 	}
-	r10, p10 := rules(10)
-	r300, p300 := rules(300)
-	if r10 != 1 || r300 != 1 || p10 != 20 || p300 != 600 {
-		t.Fatalf("10 pods each side: %d rules on %d pods; 300: %d rules on %d pods; want 1 rule, every pod a member", r10, p10, r300, p300)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			np := networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "web", UID: "u1"}, Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: tc.selects}, Ingress: tc.ingress, Egress: tc.egress,
+			}}
+			if tc.egress != nil {
+				np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+			}
+			for _, n := range []int{10, 300} {
+				var pods []Pod
+				for i := range n {
+					pods = append(pods, Pod{Namespace: "x", Name: "web" + strings.Repeat("w", i), Labels: web, Ports: namedHTTP(80 + int32(i%2))},
+						Pod{Namespace: "x", Name: "client" + strings.Repeat("c", i), Labels: client, Ports: namedHTTP(8080)})
+				}
+				res := Translate([]networkingv1.NetworkPolicy{np}, pods, []Namespace{{Name: "x"}})
+				rules := 0
+				for _, g := range res.Groups {
+					rules += len(g.Rules)
+				}
+				if rules != tc.wantRules || len(res.Groups) != tc.wantGroups || len(res.Pods) != 2*n {
+					t.Fatalf("%d pods each side: %d rules in %d groups, %d pods members; want %d rules in %d groups, every pod a member",
+						n, rules, len(res.Groups), len(res.Pods), tc.wantRules, tc.wantGroups)
+				}
+			}
+		})
 	}
+}
+
+func peer(podLabels map[string]string) []networkingv1.NetworkPolicyPeer {
+	return []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: podLabels}}}
+}
+
+func namedHTTP(n int32) []corev1.ContainerPort {
+	return []corev1.ContainerPort{{Name: "http", ContainerPort: n}}
 }
 
 // TestTranslationMatchesTheModel translates every scenario of the independent model, evaluates the groups
@@ -101,6 +129,45 @@ func TestTranslationMatchesTheModel(t *testing.T) {
 			}
 			if d := netpol.Diff(want, got); len(d) > 0 {
 				t.Fatalf("%d pairs differ: %v\n%s", len(d), d, netpol.SideBySide(want, got))
+			}
+		})
+	}
+}
+
+// The pod controller gives a new pod its groups from a translation of the policies with that pod alone
+// (State.GroupsFor): a pod's membership must not depend on the other pods.
+func TestAPodsGroupsDoNotDependOnTheOtherPods(t *testing.T) {
+	base := netpol.DefaultCluster(nil)
+	for _, sc := range netpol.Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			c := sc.Apply(base)
+			pols := sc.Policies(c)
+			all := Translate(pols, podsOf(c), namespacesOf(c))
+			for _, p := range podsOf(c) {
+				alone := Translate(pols, []Pod{p}, namespacesOf(c))
+				if got, want := alone.Pods[p.Key()], all.Pods[p.Key()]; !reflect.DeepEqual(got, want) {
+					t.Errorf("%s alone: %+v; among the cluster's pods: %+v", p.Key(), got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestPolicyKey(t *testing.T) {
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "web", UID: "0b6c5f8e-2d41-4c3a-9f1e-7a2b3c4d5e6f"}}
+	http := namedRef{name: "http", proto: corev1.ProtocolTCP}
+	cases := []struct {
+		name, key, want string
+	}{
+		{"a policy's own group is the policy's", KeyOf(np), KeyOf(np)},
+		{"the group of the pods that number its named ports one way is the policy's", variantKey(np, numbers{http: 8080}), KeyOf(np)},
+		{"a peer group is no policy's", "peer-1x2y3z", "peer-1x2y3z"},
+		{"a base group is no policy's", BaseInfra, BaseInfra},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := PolicyKey(tc.key); got != tc.want {
+				t.Fatalf("PolicyKey(%q) = %q, want %q", tc.key, got, tc.want)
 			}
 		})
 	}

@@ -25,7 +25,8 @@ import (
 )
 
 // The NetworkPolicy truth table, in the manner of the upstream suite (kubernetes test/e2e/network/netpol):
-// namespaces x, y, z with pods a, b, c each serving TCP and UDP on ports 80 and 81; every scenario's
+// namespaces x, y, z with pods a, b, c each serving TCP and UDP on ports 80 and 81 (and naming them as
+// netpol.PodPorts says: the TCP port "http" is 80 on a, 81 on b, and c has none); every scenario's
 // policies are applied, and every ordered pair of pods is probed from the pods' network namespaces until
 // the observed matrix is the one the independent model (test/netpol) computes, or the deadline passes and
 // both matrices are printed.
@@ -76,10 +77,8 @@ func netpolCluster(t *testing.T) netpol.Cluster {
 		for _, name := range netpol.PodNames {
 			p := podSpec(name)
 			p.Labels = map[string]string{"pod": name}
-			for _, port := range netpol.ServedPorts {
-				for _, proto := range netpol.Protocols {
-					p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{Name: netpol.PortName(port, proto), ContainerPort: port, Protocol: proto})
-				}
+			for _, cp := range netpol.PodPorts(name) {
+				p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{Name: cp.Name, ContainerPort: cp.Port, Protocol: cp.Protocol})
 			}
 			if _, err := env.kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)

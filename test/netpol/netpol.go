@@ -3,7 +3,9 @@
 // expected connectivity matrix of a truth-table test in the style of the
 // upstream Kubernetes suite test/e2e/network/netpol: namespaces x, y and z,
 // pods a, b and c in each, every pod serving TCP and UDP on ports 80 and 81,
-// every ordered pair of pods probed.
+// every ordered pair of pods probed. Unlike upstream, the pods do not all name
+// their ports alike: the TCP port named "http" is 80 on pod a, 81 on pod b,
+// and pod c has none, so that a named port must be resolved on each pod.
 package netpol
 
 import (
@@ -66,8 +68,8 @@ func DefaultIP(ns, pod string) string {
 
 // DefaultCluster builds namespaces x, y, z, each labelled ns=<name> and
 // kubernetes.io/metadata.name=<name>, holding pods a, b, c labelled
-// pod=<name>, each declaring serve-<port>-<tcp|udp> for ports 80 and 81.
-// ipOf gives each pod's IP; nil means DefaultIP.
+// pod=<name>, each declaring the ports of PodPorts. ipOf gives each pod's IP;
+// nil means DefaultIP.
 func DefaultCluster(ipOf func(ns, pod string) string) Cluster {
 	if ipOf == nil {
 		ipOf = DefaultIP
@@ -79,16 +81,34 @@ func DefaultCluster(ipOf func(ns, pod string) string) Cluster {
 			Labels: map[string]string{"ns": ns, corev1.LabelMetadataName: ns},
 		})
 		for _, pod := range PodNames {
-			p := Pod{Namespace: ns, Name: pod, Labels: map[string]string{"pod": pod}, IP: ipOf(ns, pod)}
-			for _, port := range ServedPorts {
-				for _, proto := range Protocols {
-					p.Ports = append(p.Ports, ContainerPort{Name: PortName(port, proto), Port: port, Protocol: proto})
-				}
-			}
-			c.Pods = append(c.Pods, p)
+			c.Pods = append(c.Pods, Pod{Namespace: ns, Name: pod, Labels: map[string]string{"pod": pod}, IP: ipOf(ns, pod), Ports: PodPorts(pod)})
 		}
 	}
 	return c
+}
+
+// HTTP is the TCP port name the default pods number differently: HTTPPorts.
+const HTTP = "http"
+
+// HTTPPorts is the number each default pod gives the port named HTTP; a pod
+// missing here does not name it.
+var HTTPPorts = map[string]int32{"a": 80, "b": 81}
+
+// PodPorts are the container ports of default pod pod (its name): the
+// upstream serve-<port>-<tcp|udp> for every served port and protocol, and
+// HTTP on the number HTTPPorts gives it (a second name for a served port, so
+// that every pod still serves exactly ports 80 and 81).
+func PodPorts(pod string) []ContainerPort {
+	var out []ContainerPort
+	for _, port := range ServedPorts {
+		for _, proto := range Protocols {
+			out = append(out, ContainerPort{Name: PortName(port, proto), Port: port, Protocol: proto})
+		}
+	}
+	if n, ok := HTTPPorts[pod]; ok {
+		out = append(out, ContainerPort{Name: HTTP, Port: n, Protocol: corev1.ProtocolTCP})
+	}
+	return out
 }
 
 // PortName is the upstream container port name, e.g. "serve-80-tcp".

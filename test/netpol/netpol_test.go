@@ -111,6 +111,46 @@ func TestScenarios(t *testing.T) {
 		{"local: ingress named UDP port [TCP/81]", nil, []pair{
 			{"y/a", "x/a", no}, {"y/a", "x/b", yes},
 		}},
+		// http is 80 on pods a, 81 on pods b, and pods c do not name it.
+		{"local: ingress on a named port the selected pods number differently [TCP/80]", nil, []pair{
+			{"y/a", "x/a", yes}, {"y/a", "x/b", no}, {"y/a", "x/c", no}, {"x/a", "y/b", yes},
+		}},
+		{"local: ingress on a named port the selected pods number differently [TCP/81]", nil, []pair{
+			{"y/a", "x/a", no}, {"y/a", "x/b", yes}, {"z/c", "x/c", no},
+		}},
+		{"local: ingress from a namespace on a named port and a numbered one [TCP/80]", nil, []pair{
+			{"y/b", "x/a", yes}, {"z/a", "x/a", no}, {"y/b", "x/b", no}, {"y/c", "x/c", no},
+		}},
+		{"local: ingress from a namespace on a named port and a numbered one [TCP/81]", nil, []pair{
+			{"y/b", "x/b", yes}, {"y/b", "x/a", no}, {"x/a", "x/b", no},
+		}},
+		{"local: ingress from a namespace on a named port and a numbered one [UDP/81]", nil, []pair{
+			{"y/c", "x/c", yes}, {"z/a", "x/c", no},
+		}},
+		{"local: ingress from an ipBlock on a named port [TCP/80]", nil, []pair{
+			{"z/b", "x/a", yes}, {"y/a", "x/a", no}, {"z/b", "x/b", no},
+		}},
+		{"local: ingress from an ipBlock on a named port [TCP/81]", nil, []pair{
+			{"z/b", "x/b", yes}, {"y/a", "x/b", no}, {"x/c", "x/a", no}, {"y/b", "x/c", no},
+		}},
+		{"local: egress to a namespace on a named port [TCP/80]", nil, []pair{
+			{"x/a", "y/a", yes}, {"x/a", "y/b", no}, {"x/c", "y/c", no}, {"x/a", "z/a", no}, {"y/a", "x/b", yes},
+		}},
+		{"local: egress to a namespace on a named port [TCP/81]", nil, []pair{
+			{"x/b", "y/b", yes}, {"x/b", "y/a", no}, {"x/c", "z/b", no},
+		}},
+		{"local: egress anywhere on a named port [TCP/80]", nil, []pair{
+			{"x/a", "z/a", yes}, {"x/a", "x/b", no}, {"x/a", "y/c", no}, {"x/b", "y/c", yes},
+		}},
+		{"local: egress anywhere on a named port [TCP/81]", nil, []pair{
+			{"x/a", "y/b", yes}, {"x/a", "y/a", no}, {"x/a", "z/c", no},
+		}},
+		{"local: egress to an ipBlock on a named port [TCP/80]", nil, []pair{
+			{"x/b", "z/a", yes}, {"x/b", "y/b", no}, {"x/b", "x/c", no},
+		}},
+		{"local: egress to an ipBlock on a named port [TCP/81]", nil, []pair{
+			{"x/b", "z/b", yes}, {"x/b", "y/b", no}, {"x/b", "y/a", no}, {"x/a", "y/b", yes},
+		}},
 		{"local: ingress endPort range 80-81 [TCP/81]", nil, []pair{
 			{"y/a", "x/a", yes}, {"x/b", "x/a", yes},
 		}},

@@ -567,6 +567,59 @@ var defs = []def{
 		},
 	},
 	{
+		// The selected pods number the port http differently (a: 80, b: 81, c:
+		// none): each opens its own number only.
+		name: "local: ingress on a named port the selected pods number differently", probes: []probe{tcp80, tcp81},
+		policies: func(c Cluster) policies {
+			x, _, _ := nsNames(c)
+			return policies{np(x, "allow-http", spec{PodSelector: sel(), PolicyTypes: ingressOnly,
+				Ingress: ingress{in(ports(named(HTTP, "")))}})}
+		},
+	},
+	{
+		// A named and a numbered port in one rule, from a peer selector.
+		name: "local: ingress from a namespace on a named port and a numbered one", probes: []probe{tcp80, tcp81, udp81},
+		policies: func(c Cluster) policies {
+			x, y, _ := nsNames(c)
+			return policies{np(x, "allow-http-udp-81-from-y", spec{PodSelector: sel(), PolicyTypes: ingressOnly,
+				Ingress: ingress{in(ports(named(HTTP, tcp), num(81, udp)), nss(sel("ns", y)))}})}
+		},
+	},
+	{
+		name: "local: ingress from an ipBlock on a named port", probes: []probe{tcp80, tcp81},
+		policies: func(c Cluster) policies {
+			x, y, _ := nsNames(c)
+			return policies{np(x, "allow-http-from-cidr-except-ya", spec{PodSelector: sel(), PolicyTypes: ingressOnly,
+				Ingress: ingress{in(ports(named(HTTP, "")), block(covering(c), host(ipOf(c, y, "a"))))}})}
+		},
+	},
+	{
+		// The name is resolved on each destination pod of the peer.
+		name: "local: egress to a namespace on a named port", probes: []probe{tcp80, tcp81},
+		policies: func(c Cluster) policies {
+			x, y, _ := nsNames(c)
+			return policies{np(x, "allow-http-to-y", spec{PodSelector: sel(), PolicyTypes: egressOnly,
+				Egress: egress{out(ports(named(HTTP, "")), nss(sel("ns", y)))}})}
+		},
+	},
+	{
+		// No to: every pod of the cluster is a destination, each on its own number.
+		name: "local: egress anywhere on a named port", probes: []probe{tcp80, tcp81},
+		policies: func(c Cluster) policies {
+			x, _, _ := nsNames(c)
+			return policies{np(x, "allow-http-anywhere", spec{PodSelector: sel("pod", "a"), PolicyTypes: egressOnly,
+				Egress: egress{out(ports(named(HTTP, "")))}})}
+		},
+	},
+	{
+		name: "local: egress to an ipBlock on a named port", probes: []probe{tcp80, tcp81},
+		policies: func(c Cluster) policies {
+			x, y, _ := nsNames(c)
+			return policies{np(x, "allow-http-to-cidr-except-yb", spec{PodSelector: sel("pod", "b"), PolicyTypes: egressOnly,
+				Egress: egress{out(ports(named(HTTP, "")), block(covering(c), host(ipOf(c, y, "b"))))}})}
+		},
+	},
+	{
 		// Every except is removed from the cidr; none re-admits addresses.
 		name: "local: egress ipBlock with two excepts", probes: []probe{tcp80},
 		policies: func(c Cluster) policies {
