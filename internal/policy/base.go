@@ -12,8 +12,8 @@ const (
 	// BaseEgress opens egress to anywhere.
 	BaseEgress = "base-egress"
 	// BaseInfra is what the cluster needs of an isolated pod: hairpin traffic a load balancer sends from its
-	// VIP in, the load balancers' health checks in, and Services (a connection to a
-	// clusterIP leaves the pod before the load balancer turns it towards a pod) out.
+	// VIP in, and the load balancers' health checks in. Nothing out: a Service is reached only where the
+	// pod's egress rules admit its backends (AdmitServices).
 	BaseInfra = "base-infra"
 )
 
@@ -52,9 +52,6 @@ func BaseGroups(in Infra) []Group {
 	ingress := from(append(append(slices.Clone(in.PodPrefixes), in.ServiceCIDR), in.NodeCIDRs...)...)
 	// Nodes are not in infra: an isolated pod admits its own node only, by the node's group (AdmitOwnNodes).
 	infra := from(append([]string{in.ServiceCIDR}, health...)...)
-	if in.ServiceCIDR != "" {
-		infra = append(infra, Rule{Direction: "egress", RemoteIPPrefix: in.ServiceCIDR})
-	}
 	return []Group{
 		{Key: BaseIngress, Description: "ingress of pods no NetworkPolicy isolates for ingress", Rules: dedupe(ingress)},
 		{Key: BaseEgress, Description: "egress of pods no NetworkPolicy isolates for egress", Rules: []Rule{{Direction: "egress", RemoteIPPrefix: "0.0.0.0/0"}}},

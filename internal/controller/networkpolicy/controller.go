@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,8 +21,9 @@ import (
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
-// SetupWithManager watches NetworkPolicies, the pods and namespaces they may select, and the nodes (an
-// isolated pod admits its own): each change
+// SetupWithManager watches NetworkPolicies, the pods and namespaces they may select, the nodes (an isolated
+// pod admits its own), and Services and their EndpointSlices (a Service is reached where its backends are):
+// each change
 // brings the one cluster-wide request back.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{Key} })
@@ -31,6 +33,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&corev1.Namespace{}, all, builder.WithPredicates(labelsChanged)).
 		Watches(&corev1.Pod{}, all, builder.WithPredicates(podChanged)).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(addressesChanged)).
+		Watches(&corev1.Service{}, all, builder.WithPredicates(serviceChanged)).
+		Watches(&discoveryv1.EndpointSlice{}, all).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1, RateLimiter: ravenctrl.RateLimiter()}).
 		Complete(r)
 }
@@ -48,6 +52,24 @@ var addressesChanged = predicate.Funcs{
 		o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
 		return !slices.Equal(o.Status.Addresses, n.Status.Addresses)
 	},
+}
+
+// serviceChanged passes what changes how a Service is reached: its addresses and ports.
+var serviceChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*corev1.Service), e.ObjectNew.(*corev1.Service)
+		return !slices.Equal(o.Spec.ClusterIPs, n.Spec.ClusterIPs) || !slices.Equal(o.Spec.ExternalIPs, n.Spec.ExternalIPs) ||
+			!slices.Equal(o.Spec.Ports, n.Spec.Ports) || !slices.Equal(ingressIPs(o), ingressIPs(n))
+	},
+}
+
+// ingressIPs are a Service's load balancer ingress IPs.
+func ingressIPs(svc *corev1.Service) []string {
+	var out []string
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		out = append(out, in.IP)
+	}
+	return out
 }
 
 // podChanged passes what changes a pod's groups or their rules: its labels, its port (address), its

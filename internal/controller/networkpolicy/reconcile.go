@@ -168,8 +168,8 @@ func (r *Reconciler) result(pending, short, policies bool) reconcile.Result {
 	return reconcile.Result{}
 }
 
-// translate reads the pods, namespaces and nodes and translates the policies; an isolated pod admits its own
-// node.
+// translate reads the pods, namespaces, nodes and Services and translates the policies: an isolated pod
+// admits its own node, and reaches a Service by its addresses where its egress rules admit the backends.
 func (r *Reconciler) translate(ctx context.Context, nps []networkingv1.NetworkPolicy) ([]portPod, policy.Result, error) {
 	var nss corev1.NamespaceList
 	if err := r.Client.List(ctx, &nss); err != nil {
@@ -190,6 +190,13 @@ func (r *Reconciler) translate(ctx context.Context, nps []networkingv1.NetworkPo
 		return nil, policy.Result{}, err
 	}
 	policy.AdmitOwnNodes(&res, in, nodes)
+	if len(nps) > 0 {
+		services, err := readServices(ctx, r.Client)
+		if err != nil {
+			return nil, policy.Result{}, err
+		}
+		policy.AdmitServices(&res, services)
+	}
 	return pods, res, nil
 }
 
