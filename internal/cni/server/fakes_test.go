@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	"github.com/raven-net/raven/internal/cni/ovs/ovsfake"
 	"github.com/raven-net/raven/internal/cni/plug"
@@ -183,3 +184,26 @@ func request(command, sandbox string) wire.Request {
 		Config: conf,
 	}
 }
+
+// waitLog is a log sink that passes on what an ADD logs it waits for ("Waiting", with "for", at -v=2): the
+// ADD has read the pod and waits for its next change. Everything else is dropped.
+type waitLog struct{ waits chan<- string }
+
+func (w waitLog) Init(klog.RuntimeInfo) {}
+func (w waitLog) Enabled(int) bool      { return true }
+func (w waitLog) Info(_ int, msg string, kvs ...any) {
+	if msg != "Waiting" {
+		return
+	}
+	for i := 0; i+1 < len(kvs); i += 2 {
+		if kvs[i] == "for" {
+			select {
+			case w.waits <- fmt.Sprint(kvs[i+1]):
+			default:
+			}
+		}
+	}
+}
+func (w waitLog) Error(error, string, ...any)    {}
+func (w waitLog) WithValues(...any) klog.LogSink { return w }
+func (w waitLog) WithName(string) klog.LogSink   { return w }

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/raven-net/raven/internal/cni/ovs"
 	"github.com/raven-net/raven/internal/cni/plug"
@@ -38,7 +39,8 @@ func decodeResult(t *testing.T, resp wire.Response) *current.Result {
 func TestAdd(t *testing.T) {
 	tests := []struct {
 		name string
-		// pod is the pod in the API when ADD starts; later, when set, replaces it 100 ms into the ADD.
+		// pod is the pod in the API when ADD starts; later, when set, replaces it once the ADD waits for the
+		// pod to change.
 		pod, later   func(t *testing.T) *corev1.Pod
 		readyTimeout time.Duration
 		noOVN        bool
@@ -128,14 +130,26 @@ func TestAdd(t *testing.T) {
 			}
 			e := newEnv(t, rt, tt.pod(t))
 			e.ovs.NoOVNController = tt.noOVN
+			ctx := t.Context()
+			waits := make(chan string, 8)
 			if tt.later != nil {
-				go func() {
-					time.Sleep(100 * time.Millisecond)
-					e.update(t, tt.later(t))
-				}()
+				ctx = klog.NewContext(ctx, klog.New(waitLog{waits: waits}))
 			}
 			start := time.Now()
-			resp := e.srv.Handle(t.Context(), request("ADD", "sandbox-1"))
+			answer := make(chan wire.Response, 1)
+			go func() { answer <- e.srv.Handle(ctx, request("ADD", "sandbox-1")) }()
+			if tt.later != nil {
+				// The change comes only once the ADD has read the pod and waits: the ADD sees it only if
+				// the change wakes it.
+				select {
+				case what := <-waits:
+					t.Logf("the ADD waits for %s", what)
+				case resp := <-answer:
+					t.Fatalf("the ADD answered %+v before it waited for the pod to change", resp)
+				}
+				e.update(t, tt.later(t))
+			}
+			resp := <-answer
 			if tt.fast && time.Since(start) > 5*time.Second {
 				t.Errorf("took %s, want an answer at once", time.Since(start))
 			}
