@@ -245,6 +245,9 @@ func portBody(s PortSpec) map[string]any {
 	if s.HostID != "" {
 		m["binding:host_id"] = s.HostID
 	}
+	if s.MACAddress != "" {
+		m["mac_address"] = s.MACAddress
+	}
 	if s.SecurityGroups != nil {
 		m["security_groups"] = s.SecurityGroups
 	}

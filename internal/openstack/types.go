@@ -57,6 +57,9 @@ type PortSpec struct {
 	HostID string
 	// SecurityGroups replace the project's default group when set.
 	SecurityGroups []string
+	// MACAddress is the port's MAC; empty lets Neutron choose one. A port made again for a running pod asks
+	// for the MAC (and IPAddress) its former port had, so that the pod's interface stays right.
+	MACAddress string
 }
 
 // PortUpdate changes the mutable fields Raven uses; nil fields are left alone.

@@ -464,6 +464,9 @@ func (n *Neutron) createPortLocked(s openstack.PortSpec) (*openstack.Port, error
 			sub = x
 		}
 	}
+	if err := n.addressTakenLocked(s); err != nil {
+		return nil, err
+	}
 	var ips []openstack.FixedIP
 	if sub != nil {
 		ip := s.IPAddress
@@ -479,6 +482,9 @@ func (n *Neutron) createPortLocked(s openstack.PortSpec) (*openstack.Port, error
 	x := &openstack.Port{ID: n.id("port"), Name: s.Name, NetworkID: s.NetworkID, MACAddress: fmt.Sprintf("fa:16:3e:00:%02x:%02x", n.seq>>8&0xff, n.seq&0xff),
 		FixedIPs: ips, Status: "DOWN", AdminStateUp: true, DeviceOwner: s.DeviceOwner, DeviceID: s.DeviceID, Description: s.Description,
 		SecurityGroups: []string{"default"}, CreatedAt: n.Now()}
+	if s.MACAddress != "" {
+		x.MACAddress = s.MACAddress
+	}
 	if s.SecurityGroups != nil {
 		x.SecurityGroups = slices.Clone(s.SecurityGroups)
 	}

@@ -1,0 +1,47 @@
+package fake
+
+import (
+	"net/netip"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// addressTakenLocked answers as Neutron does a create that asks for an address another port of the network
+// holds (409 IpAddressAlreadyAllocated, MacAddressInUse), or an IP outside the subnets of the network
+// (400 InvalidIpForNetwork).
+func (n *Neutron) addressTakenLocked(s openstack.PortSpec) error {
+	if s.IPAddress != "" && !n.inSubnetLocked(s.NetworkID, s.IPAddress) {
+		return openstack.NewError("fake port create", openstack.KindBadRequest, 400, "InvalidIpForNetwork: IP address "+s.IPAddress+" is not a valid IP for any of the subnets on the specified network")
+	}
+	for _, p := range n.Ports {
+		if p.NetworkID != s.NetworkID {
+			continue
+		}
+		if s.MACAddress != "" && p.MACAddress == s.MACAddress {
+			return openstack.NewError("fake port create", openstack.KindConflict, 409, "MacAddressInUse: Unable to complete operation for network "+s.NetworkID+". The mac address "+s.MACAddress+" is in use.")
+		}
+		for _, f := range p.FixedIPs {
+			if s.IPAddress != "" && f.IPAddress == s.IPAddress {
+				return openstack.NewError("fake port create", openstack.KindConflict, 409, "IpAddressAlreadyAllocated: IP address "+s.IPAddress+" already allocated in subnet "+f.SubnetID)
+			}
+		}
+	}
+	return nil
+}
+
+// inSubnetLocked says whether ip is in the CIDR of a subnet of the network.
+func (n *Neutron) inSubnetLocked(network, ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	for _, sub := range n.Subnets {
+		if sub.NetworkID != network {
+			continue
+		}
+		if p, err := netip.ParsePrefix(sub.CIDR); err == nil && p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
