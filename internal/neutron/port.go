@@ -22,6 +22,9 @@ type PodRef struct {
 	// SecurityGroups are the groups the pod's port must carry (its NetworkPolicies'); nil: the cluster's
 	// pod groups.
 	SecurityGroups []string
+	// Keep, when set, is the address of the port the pod's annotation names: a port made for the pod asks
+	// for it first, and takes what Neutron gives only when it is not free.
+	Keep *Address
 }
 
 // groups are the security groups of pod's port.
@@ -156,6 +159,9 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 		return p, false, err
 	}
 	owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindPod, UID: pod.UID, Name: pod.Namespace + "/" + pod.Name}
+	if p, ok, err := m.remake(ctx, pod, nn, owner); err != nil || ok {
+		return p, ok, err
+	}
 	if m.P != nil {
 		if p, ok, err := m.P.Take(ctx, nn, pod, owner); err != nil || ok {
 			return p, ok, err
@@ -167,6 +173,16 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 			return deref(p), false, err
 		}
 	}
+	p, err := m.create(ctx, m.portSpec(pod, nn, owner))
+	if err != nil {
+		return port, false, err
+	}
+	m.X.PutPort(m.C.ID, *p)
+	return *p, true, nil
+}
+
+// portSpec is the create request of the pod's own port.
+func (m *Manager) portSpec(pod PodRef, nn *NamespaceNet, owner ownership.Owner) openstack.PortSpec {
 	spec := openstack.PortSpec{
 		Name: pod.Name, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, DeviceID: pod.UID,
 		Description: Marker(owner.Tags()), Tags: owner.Tags(),
@@ -175,12 +191,7 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 	if nn.Subnet != nil {
 		spec.SubnetID = nn.Subnet.ID
 	}
-	p, err := m.create(ctx, spec)
-	if err != nil {
-		return port, false, err
-	}
-	m.X.PutPort(m.C.ID, *p)
-	return *p, true, nil
+	return spec
 }
 
 // bind binds the port to node when the pod has one and the port is not bound there yet, and gives it the

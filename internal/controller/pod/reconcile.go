@@ -96,9 +96,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return res, err
 	}
 	hadPort := pod.Annotations[annotations.PodPort] != ""
+	before := announcedPort(&pod)
 	if err := r.patch(ctx, &pod, &port, nn); err != nil {
 		return reconcile.Result{}, err
 	}
+	r.reportPortChange(ctx, &pod, before, &port, nn)
 	if !hadPort {
 		r.observeLatency(&pod)
 	}
@@ -132,10 +134,12 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutro
 	log := klog.FromContext(ctx)
 	var announced annotations.Port
 	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
-	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName}
-	if _, annotated := pod.Annotations[annotations.PodPort]; r.Policies != nil && !annotated {
-		// A new pod's port gets its policies' groups before the annotation lets the CNI plug it; later
-		// changes of an annotated pod's groups are the policy controller's.
+	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName,
+		Keep: keepAddress(announced)}
+	if _, annotated := pod.Annotations[annotations.PodPort]; r.Policies != nil && (!annotated || r.portGone(pod, announced.ID, nn)) {
+		// A new pod's port gets its policies' groups before the annotation lets the CNI plug it, and so does
+		// the port made for a running pod whose port is gone; later changes of an annotated pod's groups are
+		// the policy controller's.
 		groups, refused, ok, err := r.Policies.GroupsFor(ctx, r.Client, pod, "", r.Neutron.C.PodSecurityGroups)
 		if err != nil {
 			return neutron.Port{}, err
