@@ -78,6 +78,8 @@ func Run(ctx context.Context, o *Options) error {
 		// Not fatal: STATUS reports it to the runtime, and ADD fails with the reason until OVS is back.
 		logger.Error(err, "Open vSwitch is not ready; pods cannot be plugged until it is")
 	}
+	// Running pods whose port the controller changes follow it (their ADD is long over).
+	go srv.Follow(ctx)
 	l, err := server.Listen(o.Socket)
 	if err != nil {
 		return err

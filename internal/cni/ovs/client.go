@@ -55,6 +55,9 @@ type Client interface {
 	AddPort(ctx context.Context, name string, externalIDs map[string]string) error
 	// DelPort removes the port from the bridge; a port that is not there is fine.
 	DelPort(ctx context.Context, name string) error
+	// SetExternalIDs sets these external_ids on the named interface's row and removes the keys of unset, in
+	// one transaction; an interface that is not there is an error.
+	SetExternalIDs(ctx context.Context, name string, set map[string]string, unset ...string) error
 	// Interface returns the named interface; ok is false when it does not exist.
 	Interface(ctx context.Context, name string) (iface Interface, ok bool, err error)
 	// Interfaces returns every interface of the bridge.

@@ -37,6 +37,7 @@ func (plumber) Teardown(context.Context, string, string, string) error { return 
 func (plumber) Inspect(context.Context, string, string) (plug.Observed, error) {
 	return plug.Observed{}, errors.New("not used")
 }
+func (plumber) Readdress(context.Context, plug.Spec) error { return errors.New("not used") }
 
 func annotatedPod(t *testing.T) *corev1.Pod {
 	t.Helper()

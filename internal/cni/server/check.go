@@ -33,7 +33,7 @@ func (s *Server) check(ctx context.Context, req wire.Request) error {
 	if err != nil {
 		return newError(types.ErrInvalidNetworkConfig, "CHECK of pod %s: %w", pod, err)
 	}
-	iface, ok, err := s.cfg.OVS.Interface(ctx, want.HostIfName)
+	iface, ok, err := s.sandboxInterface(ctx, want.HostIfName, req)
 	switch {
 	case err != nil:
 		return fmt.Errorf("CHECK of pod %s: %w", pod, err)
@@ -41,10 +41,10 @@ func (s *Server) check(ctx context.Context, req wire.Request) error {
 		return newError(types.ErrInternal, "CHECK of pod %s: OVS has no interface %s for port %s", pod, want.HostIfName, t.port.ID)
 	case iface.ExternalIDs[ovs.KeyIfaceID] != t.port.ID:
 		return newError(types.ErrInternal, "CHECK of pod %s: interface %s has iface-id %q, want port %s",
-			pod, want.HostIfName, iface.ExternalIDs[ovs.KeyIfaceID], t.port.ID)
+			pod, iface.Name, iface.ExternalIDs[ovs.KeyIfaceID], t.port.ID)
 	case iface.ExternalIDs[ovs.KeySandbox] != req.ContainerID:
 		return newError(types.ErrInternal, "CHECK of pod %s: interface %s belongs to sandbox %q, not %s",
-			pod, want.HostIfName, iface.ExternalIDs[ovs.KeySandbox], req.ContainerID)
+			pod, iface.Name, iface.ExternalIDs[ovs.KeySandbox], req.ContainerID)
 	}
 	got, err := s.cfg.Plumber.Inspect(ctx, req.Netns, req.IfName)
 	if err != nil {
@@ -64,4 +64,24 @@ func (s *Server) check(ctx context.Context, req wire.Request) error {
 		return newError(types.ErrInternal, "CHECK of pod %s: %s in sandbox %s: %v", pod, req.IfName, req.ContainerID, problems)
 	}
 	return nil
+}
+
+// sandboxInterface finds the interface of the sandbox: by the name of the port's, or, for a pod whose port
+// changed while it ran (Follow points the interface at the new port, and it keeps the name of the port it
+// was plugged for), by its raven-sandbox and raven-ifname.
+func (s *Server) sandboxInterface(ctx context.Context, name string, req wire.Request) (ovs.Interface, bool, error) {
+	iface, ok, err := s.cfg.OVS.Interface(ctx, name)
+	if err != nil || ok {
+		return iface, ok, err
+	}
+	ifaces, err := s.cfg.OVS.Interfaces(ctx)
+	if err != nil {
+		return ovs.Interface{}, false, err
+	}
+	for _, i := range ifaces {
+		if i.ExternalIDs[ovs.KeySandbox] == req.ContainerID && i.ExternalIDs[ovs.KeyIfName] == req.IfName {
+			return i, true, nil
+		}
+	}
+	return ovs.Interface{}, false, nil
 }

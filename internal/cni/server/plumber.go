@@ -11,6 +11,8 @@ type Plumber interface {
 	Setup(ctx context.Context, spec plug.Spec) (plug.Result, error)
 	Teardown(ctx context.Context, netns, ifName, hostIfName string) error
 	Inspect(ctx context.Context, netns, ifName string) (plug.Observed, error)
+	// Readdress gives the pod end of a plugged pair spec's MAC, address and routes (a running pod's new port).
+	Readdress(ctx context.Context, spec plug.Spec) error
 }
 
 // Netlink is the Plumber of package plug.
@@ -36,4 +38,9 @@ func (n Netlink) Teardown(_ context.Context, netns, ifName, hostIfName string) e
 // Inspect implements Plumber.
 func (Netlink) Inspect(_ context.Context, netns, ifName string) (plug.Observed, error) {
 	return plug.Inspect(netns, ifName)
+}
+
+// Readdress implements Plumber.
+func (Netlink) Readdress(_ context.Context, spec plug.Spec) error {
+	return plug.Readdress(spec)
 }

@@ -19,6 +19,8 @@ type Pods struct {
 	// changed holds, by namespace/name, a channel for the pods someone waits for: closed and forgotten at the
 	// pod's next change.
 	changed map[string]chan struct{}
+	// updated are called with the old and the new pod of every update.
+	updated []func(old, cur *corev1.Pod)
 }
 
 // NewPods wraps an informer of the node's pods.
@@ -26,7 +28,7 @@ func NewPods(inf cache.SharedIndexInformer) (*Pods, error) {
 	p := &Pods{lister: corelisters.NewPodLister(inf.GetIndexer()), changed: map[string]chan struct{}{}}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    p.notify,
-		UpdateFunc: func(_, obj any) { p.notify(obj) },
+		UpdateFunc: func(old, obj any) { p.notify(obj); p.notifyUpdate(old, obj) },
 		DeleteFunc: p.notify,
 	})
 	if err != nil {
@@ -46,6 +48,28 @@ func (p *Pods) notify(obj any) {
 		close(ch)
 		delete(p.changed, key)
 	}
+}
+
+func (p *Pods) notifyUpdate(old, obj any) {
+	o, ok1 := old.(*corev1.Pod)
+	c, ok2 := obj.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return
+	}
+	p.mu.Lock()
+	updated := p.updated
+	p.mu.Unlock()
+	for _, f := range updated {
+		f(o, c)
+	}
+}
+
+// OnUpdate has f called with the old and the new pod of every update from now on, on the informer's
+// goroutine: f must not block, nor change the pods.
+func (p *Pods) OnUpdate(f func(old, cur *corev1.Pod)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.updated = append(p.updated[:len(p.updated):len(p.updated)], f)
 }
 
 // Changed is closed at the next change of the pod namespace/name (its creation, an update, its deletion).
