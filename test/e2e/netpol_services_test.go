@@ -1,0 +1,128 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// path is one way from the client to the backend, TCP or UDP: its pod address, its Service's clusterIP or
+// its external IP.
+type path struct{ what, network, addr string }
+
+// closedFor says whether every probe of a path fails for the whole of d (probed every 300 ms, 1 s each).
+func closedFor(from string, p path, want string, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+		if probeWithin(from, p.network, p.addr, want, time.Second) {
+			return false
+		}
+	}
+	return true
+}
+
+// openWithin waits until a probe of the path is answered by want and returns how long that took.
+func openWithin(t *testing.T, from string, p path, want string, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !probeWithin(from, p.network, p.addr, want, time.Second) {
+		if time.Since(start) > limit {
+			t.Fatalf("%s (%s %s): still closed %.0f s after the egress allow", p.what, p.network, p.addr, limit.Seconds())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// A Service follows the client's egress policy as its backend does: an egress default-deny closes the
+// backend through its pod address, its clusterIP and its external IP (a floating IP on the VIP), and an egress
+// allow to the backend opens all three, while a client no policy selects keeps reaching it throughout.
+func TestNetworkPolicyHoldsThroughServices(t *testing.T) {
+	needOVNProvider(t)
+	ensureRaven(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createServingPods(t, ns, "client", "bystander")
+	createServingDeployment(t, ns, "web", 1)
+	svc := createService(t, ns, "web", func(s *corev1.Service) {
+		s.Spec.Ports = []corev1.ServicePort{
+			{Name: "tcp", Port: 8080, Protocol: corev1.ProtocolTCP, TargetPort: intOrString(80)},
+			{Name: "udp", Port: 8081, Protocol: corev1.ProtocolUDP, TargetPort: intOrString(80)},
+		}
+		s.Spec.ExternalIPs = []string{"172.24.4.62"}
+	})
+	backend := readyPods(t, ns, "web", 1)[0]
+	bp, err := env.kube.CoreV1().Pods(ns).Get(ctx, backend, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// UDP matters most: a pod's egress rules are judged on a connection's first packet before the load
+	// balancer's DNAT (at the address dialled) and on the later ones after it (at the backend), so a rule that
+	// admitted the address dialled alone let every first datagram through, and its answer back.
+	paths := []path{
+		{"the backend's pod address", "tcp", net.JoinHostPort(bp.Status.PodIP, "80")},
+		{"the clusterIP", "tcp", net.JoinHostPort(svc.Spec.ClusterIP, "8080")},
+		{"the external IP", "tcp", "172.24.4.62:8080"},
+		{"the backend's pod address", "udp", net.JoinHostPort(bp.Status.PodIP, "80")},
+		{"the clusterIP", "udp", net.JoinHostPort(svc.Spec.ClusterIP, "8081")},
+		{"the external IP", "udp", "172.24.4.62:8081"},
+	}
+	client, bystander := podNetns(ns, "client"), podNetns(ns, "bystander")
+	for _, p := range paths {
+		openWithin(t, client, p, backend, 2*time.Minute)
+	}
+
+	deny := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "client-egress-deny"}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "client"}},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+	}}
+	if _, err := env.kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, deny, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The deny is in force once the pod address is refused; from then on, every path stays refused.
+	eventually(t, time.Minute, "the egress deny to close the backend's pod address", func() (bool, error) {
+		return !probeWithin(client, paths[0].network, paths[0].addr, backend, time.Second), nil
+	})
+	for _, p := range paths {
+		if !closedFor(client, p, backend, 5*time.Second) {
+			dumpServicePath(t, false)
+			t.Fatalf("egress default-deny: the client still reaches the backend through %s (%s %s)", p.what, p.network, p.addr)
+		}
+	}
+	for _, p := range paths {
+		openWithin(t, bystander, p, backend, 10*time.Second)
+	}
+
+	port, udp := intstr.FromInt32(80), corev1.ProtocolUDP
+	allow := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "client-egress-to-web"}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "client"}},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+		Egress: []networkingv1.NetworkPolicyEgressRule{{
+			To:    []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Port: &port}, {Port: &port, Protocol: &udp}},
+		}},
+	}}
+	created := time.Now()
+	if _, err := env.kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, allow, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		openWithin(t, client, p, backend, time.Minute)
+		t.Logf("egress allow to the backend: %s (%s) open %.1f s after the policy was created", p.what, p.network, time.Since(created).Seconds())
+	}
+	// The allow admits the backend's port 80 only: the client still reaches no other pod.
+	bys, err := env.kube.CoreV1().Pods(ns).Get(ctx, "bystander", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !closedFor(client, path{"another pod", "tcp", net.JoinHostPort(bys.Status.PodIP, "80")}, "bystander", 3*time.Second) {
+		t.Fatal("the egress allow to app=web let the client reach another pod")
+	}
+}
