@@ -13,6 +13,11 @@ const (
 	ServicePools = "kuryr.org/neutron-pool"
 )
 
+// PodPortCheck is raven-node's request to the controller: the pod's interface plugged for this port (the value,
+// a port ID) lost its OVN binding, so check now, with one GET, whether Neutron still has the port. The
+// controller makes a gone port again as its resync would, and removes the annotation either way.
+const PodPortCheck = "raven.io/port-check"
+
 // Finalizers Raven sets so that it can clean up OpenStack before the object goes away.
 const (
 	NamespaceFinalizer = "raven.openstack.org/network"

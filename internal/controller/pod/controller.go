@@ -56,13 +56,15 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, repairs 
 		Complete(r)
 }
 
-// relevant drops pod updates that change nothing Raven looks at (status churn from the kubelet).
+// relevant drops pod updates that change nothing Raven looks at (status churn from the kubelet); raven-node's
+// check request is one it looks at.
 var relevant = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
 		return o.Status.Phase != n.Status.Phase || o.Spec.NodeName != n.Spec.NodeName ||
 			o.Annotations[annotations.PodPort] != n.Annotations[annotations.PodPort] ||
 			o.Annotations[annotations.PodSubnet] != n.Annotations[annotations.PodSubnet] ||
+			o.Annotations[annotations.PodPortCheck] != n.Annotations[annotations.PodPortCheck] ||
 			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
 	},
 }

@@ -49,6 +49,8 @@ type Reconciler struct {
 	Policies Groups
 	// seen holds when this process first saw each pod still waiting for its port (for the latency metric).
 	seen firstSeen
+	// checks bounds the port checks raven-node asks for (annotations.PodPortCheck).
+	checks portChecks
 	// Grace protects a port this process did not make from deletion until it is this old: another writer
 	// (an earlier leader) may have made it for a pod this cache does not show yet.
 	Grace time.Duration
@@ -122,6 +124,9 @@ func portWait(log klog.Logger, err error) (res reconcile.Result, wait bool, _ er
 		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, true, nil
 	case errors.Is(err, neutron.ErrNotLoaded):
 		return reconcile.Result{RequeueAfter: time.Second}, true, nil // a pod in sync waits for the start-up listing
+	case errors.Is(err, errCheckLater):
+		log.V(3).Info("Waiting for the budget of port checks")
+		return reconcile.Result{RequeueAfter: time.Second / checkRate}, true, nil
 	case err != nil:
 		return reconcile.Result{}, true, err
 	}
@@ -134,6 +139,9 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutro
 	log := klog.FromContext(ctx)
 	var announced annotations.Port
 	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
+	if err := r.checkRequested(ctx, pod, announced, nn); err != nil {
+		return neutron.Port{}, err
+	}
 	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName,
 		Keep: keepAddress(announced)}
 	if _, annotated := pod.Annotations[annotations.PodPort]; r.Policies != nil && (!annotated || r.portGone(pod, announced.ID, nn)) {
@@ -270,7 +278,8 @@ func (r *Reconciler) observeLatency(pod *corev1.Pod) {
 	}
 }
 
-// patch writes the port and subnet annotations (or removes them when port is nil), only if they differ.
+// patch writes the port and subnet annotations (or removes them when port is nil), only if they differ, and
+// removes raven-node's check request.
 func (r *Reconciler) patch(ctx context.Context, pod *corev1.Pod, port *neutron.Port, nn *neutron.NamespaceNet) error {
 	var want map[string]*string
 	var err error
@@ -284,6 +293,9 @@ func (r *Reconciler) patch(ctx context.Context, pod *corev1.Pod, port *neutron.P
 	}
 	if err != nil {
 		return err
+	}
+	if _, asked := pod.Annotations[annotations.PodPortCheck]; asked {
+		want[annotations.PodPortCheck] = nil // answered: the port the annotation names is in Neutron now
 	}
 	changes := annotations.Changes(pod.Annotations, want)
 	if len(changes) == 0 {
