@@ -616,7 +616,8 @@ start_neutron() { # port auth keystone-port nb-port sb-port db-port
   # ML2/OVN needs api_workers >= 1: the driver connects to OVN only in a forked worker (with 0, creates hang).
   # One worker: each API worker keeps its own copy of the OVN databases and follows every change, so on these
   # two cores a second one doubled Neutron's CPU for a burst of port creates (docs/performance.md).
-  # Quotas are not counted (the null driver): Raven's e2e tests create hundreds of ports at once.
+  # Quotas are unlimited by default (-1: Neutron counts nothing for an unlimited resource), but kept by the
+  # database driver, so that a test can set a project's quota (the e2e test of a refused security group).
   cat >"$STACK_DIR/neutron/neutron.conf" <<CONF
 [DEFAULT]
 bind_host = 127.0.0.1
@@ -665,7 +666,7 @@ ovn_metadata_enabled = true
 neutron_sync_mode = off
 enable_distributed_floating_ip = false
 [quotas]
-quota_driver = neutron.db.quota.driver_null.DbQuotaDriverNull
+quota_driver = neutron.db.quota.driver_nolock.DbQuotaNoLockDriver
 quota_port = -1
 quota_network = -1
 quota_subnet = -1
