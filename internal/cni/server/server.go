@@ -10,6 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	corev1 "k8s.io/api/core/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -33,6 +34,12 @@ type Config struct {
 	Recorder record.EventRecorder
 	// Metrics may be nil.
 	Metrics *Metrics
+	// Monitor shows the Interface table as OVS changes it, and PodsAPI patches pods: with both, WatchBindings
+	// asks the controller to check the port of a running pod whose interface lost its OVN binding (nil: never).
+	Monitor ovs.Monitor
+	PodsAPI typedcorev1.PodsGetter
+	// UnboundGrace is how long such an interface may stay without binding first (0: DefaultUnboundGrace).
+	UnboundGrace time.Duration
 }
 
 // Server answers CNI requests.
