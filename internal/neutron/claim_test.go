@@ -121,87 +121,141 @@ func TestAPortsClaimIsItsOwnersOnly(t *testing.T) {
 // (stale); pod a is deleted, its port recycled and taken by pod b; the workers finish what is pending. Pod b's
 // port must be pod b's, in Neutron and after a listing.
 func recycleAndRetake(t *testing.T, perNode bool, stale string) {
-	a := PodRef{UID: "uid-a", Namespace: "ns", Name: "a", Node: "node-a"}
-	b := PodRef{UID: "uid-b", Namespace: "ns", Name: "b", Node: "node-a"}
-	ctx := context.Background()
-	n := fake.NewNeutron()
-	m, nn := setupNamespace(t, n)
-	neutron := &inFlight{Networking: n}
-	m.N = neutron
-	m.P = &Pools{M: m, Cfg: PoolConfig{Max: 5, Batch: 1, Recycle: true, PerNode: perNode}, retry: time.Millisecond, quiet: time.Nanosecond}
-	host := ""
-	if perNode {
-		host = "node-a"
+	r := podATakesAPoolPort(t, perNode)
+	read := r.finishPodAsClaimWhileAResyncOffersIt(t, stale)
+	if stale != "in flight" {
+		r.checkPodAsClaimIsFinished(t)
+		r.m.P.Offer(read)
+		r.deletePodAAndTakeForPodB(t)
+		if r.bPort.ID != r.port.ID {
+			t.Fatalf("pod b took port %q, want pod a's port, recycled", r.bPort.ID)
+		}
 	}
-	port := boundPoolPort(t, n, m, nn, host)
-	if got, ok, err := m.P.Take(ctx, nn, a, podOwner(a)); err != nil || !ok || got.ID != port.ID {
+	drain(r.ctx, r.m.P)
+	r.checkPodAsPortIsPodBsOrDeleted(t)
+	// A resync sees pod b's port as pod b's: the sweep of pod a's ports cannot touch it.
+	relist(r.ctx, t, r.n, r.m)
+	r.checkOnlyPodBHasAPort(t)
+	r.checkNoClaimIsLeft(t)
+}
+
+// recycling is what recycleAndRetake works on: a namespace with one pool port, which pod a took, and pod b.
+type recycling struct {
+	ctx     context.Context
+	n       *fake.Neutron
+	neutron *inFlight // what the manager calls: n, with a hook
+	m       *Manager
+	nn      *NamespaceNet
+	host    string // the pool's node; "" for the namespace's pool
+	a, b    PodRef
+	port    openstack.Port // the pool port pod a took
+	bPort   openstack.Port // the port pod b took, once it did
+}
+
+// podATakesAPoolPort makes a namespace whose pools recycle (per node when perNode) with one pool port, and
+// has pod a take it.
+func podATakesAPoolPort(t *testing.T, perNode bool) *recycling {
+	t.Helper()
+	r := &recycling{
+		a:   PodRef{UID: "uid-a", Namespace: "ns", Name: "a", Node: "node-a"},
+		b:   PodRef{UID: "uid-b", Namespace: "ns", Name: "b", Node: "node-a"},
+		ctx: context.Background(),
+		n:   fake.NewNeutron(),
+	}
+	r.m, r.nn = setupNamespace(t, r.n)
+	r.neutron = &inFlight{Networking: r.n}
+	r.m.N = r.neutron
+	r.m.P = &Pools{M: r.m, Cfg: PoolConfig{Max: 5, Batch: 1, Recycle: true, PerNode: perNode}, retry: time.Millisecond, quiet: time.Nanosecond}
+	if perNode {
+		r.host = "node-a"
+	}
+	r.port = boundPoolPort(t, r.n, r.m, r.nn, r.host)
+	if got, ok, err := r.m.P.Take(r.ctx, r.nn, r.a, podOwner(r.a)); err != nil || !ok || got.ID != r.port.ID {
 		t.Fatalf("pod a's Take = %s, %v, %v; want the free port", got.ID, ok, err)
 	}
-	// Pod a is deleted, and pod b takes a port.
-	var bPort openstack.Port
-	deleteAndRetake := func() {
-		if _, err := m.ReleasePorts(ctx, a.UID); err != nil {
-			t.Errorf("releasing pod a's port: %v", err)
-		}
-		var err error
-		if bPort, _, err = m.P.Take(ctx, nn, b, podOwner(b)); err != nil {
-			t.Errorf("pod b's Take: %v", err)
-		}
-	}
+	return r
+}
+
+// finishPodAsClaimWhileAResyncOffersIt has a worker finish pod a's claim while a resync offers it a second
+// time, as stale says: while the worker holds it ("held"), from a list of claims read while it does ("read":
+// the list is returned), or while the worker waits for Neutron to write it ("in flight": then a second worker
+// drains the claims, and pod a is deleted and pod b takes a port, before Neutron answers the first).
+func (r *recycling) finishPodAsClaimWhileAResyncOffersIt(t *testing.T, stale string) []Claim {
+	t.Helper()
 	var read []Claim
-	finishHolding(ctx, t, m.P, func() {
+	finishHolding(r.ctx, t, r.m.P, func() {
 		switch stale {
 		case "held":
-			m.P.Offer(m.X.Claims())
+			r.m.P.Offer(r.m.X.Claims())
 		case "read":
-			read = m.X.Claims()
+			read = r.m.X.Claims()
 		case "in flight":
-			neutron.hook = func() {
-				m.P.Offer(m.X.Claims())
-				drain(ctx, m.P) // a second worker
-				deleteAndRetake()
+			r.neutron.hook = func() {
+				r.m.P.Offer(r.m.X.Claims())
+				drain(r.ctx, r.m.P) // a second worker
+				r.deletePodAAndTakeForPodB(t)
 			}
 		}
 	})
-	if stale != "in flight" {
-		if name, dev, owner := describe(n, port.ID); !ownedInNeutron(n, port.ID, a) {
-			t.Fatalf("pod a's claim is not finished: Neutron shows name %q, device_id %q, owner %s", name, dev, owner)
-		}
-		m.P.Offer(read)
-		deleteAndRetake()
-		if bPort.ID != port.ID {
-			t.Fatalf("pod b took port %q, want pod a's port, recycled", bPort.ID)
-		}
+	return read
+}
+
+// deletePodAAndTakeForPodB: pod a is deleted, and pod b takes a port.
+func (r *recycling) deletePodAAndTakeForPodB(t *testing.T) {
+	t.Helper()
+	if _, err := r.m.ReleasePorts(r.ctx, r.a.UID); err != nil {
+		t.Errorf("releasing pod a's port: %v", err)
 	}
-	drain(ctx, m.P)
-	if bPort.ID == port.ID {
-		if name, dev, owner := describe(n, port.ID); !ownedInNeutron(n, port.ID, b) {
+	var err error
+	if r.bPort, _, err = r.m.P.Take(r.ctx, r.nn, r.b, podOwner(r.b)); err != nil {
+		t.Errorf("pod b's Take: %v", err)
+	}
+}
+
+// checkPodAsClaimIsFinished: Neutron shows pod a's port as pod a's.
+func (r *recycling) checkPodAsClaimIsFinished(t *testing.T) {
+	t.Helper()
+	if name, dev, owner := describe(r.n, r.port.ID); !ownedInNeutron(r.n, r.port.ID, r.a) {
+		t.Fatalf("pod a's claim is not finished: Neutron shows name %q, device_id %q, owner %s", name, dev, owner)
+	}
+}
+
+// checkPodAsPortIsPodBsOrDeleted: Neutron shows pod a's former port as pod b's when pod b took it, and as
+// deleted otherwise.
+func (r *recycling) checkPodAsPortIsPodBsOrDeleted(t *testing.T) {
+	t.Helper()
+	if r.bPort.ID == r.port.ID {
+		if name, dev, owner := describe(r.n, r.port.ID); !ownedInNeutron(r.n, r.port.ID, r.b) {
 			t.Fatalf("pod b's port shows name %q, device_id %q, owner %s in Neutron; want pod b's", name, dev, owner)
 		}
-	} else if _, _, owner := describe(n, port.ID); owner != "(deleted)" {
+	} else if _, _, owner := describe(r.n, r.port.ID); owner != "(deleted)" {
 		// Pod a was deleted before Neutron showed its claim: its port is not recycled but deleted.
 		t.Fatalf("pod a's port is %s, and not pod b's; want it deleted", owner)
 	}
-	// A resync sees pod b's port as pod b's: the sweep of pod a's ports cannot touch it.
-	snap, err := List(ctx, n, m.C)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.X.Replace("c1", snap)
+}
+
+// checkOnlyPodBHasAPort: the index gives pod b the port it took, pod a none, and the pool no free port.
+func (r *recycling) checkOnlyPodBHasAPort(t *testing.T) {
+	t.Helper()
 	var want []string // pod b's ports
-	if bPort.ID != "" {
-		want = []string{bPort.ID}
+	if r.bPort.ID != "" {
+		want = []string{r.bPort.ID}
 	}
 	got := []string{}
-	for _, p := range m.X.PortsOf(b.UID) {
+	for _, p := range r.m.X.PortsOf(r.b.UID) {
 		got = append(got, p.ID)
 	}
-	if !slices.Equal(got, want) || len(m.X.PortsOf(a.UID)) != 0 || m.X.FreeIn(nn.Network.ID, host) != 0 {
+	if !slices.Equal(got, want) || len(r.m.X.PortsOf(r.a.UID)) != 0 || r.m.X.FreeIn(r.nn.Network.ID, r.host) != 0 {
 		t.Fatalf("after a resync pod b has ports %v, pod a %v, the pool %d free; want pod b's %v, pod a none, the pool none",
-			got, m.X.PortsOf(a.UID), m.X.FreeIn(nn.Network.ID, host), want)
+			got, r.m.X.PortsOf(r.a.UID), r.m.X.FreeIn(r.nn.Network.ID, r.host), want)
 	}
-	if m.P.Pending() != 0 || len(m.X.Claims()) != 0 {
-		t.Fatalf("%d claims pending, %d in the index; want none", m.P.Pending(), len(m.X.Claims()))
+}
+
+// checkNoClaimIsLeft: no claim is pending for the workers, nor held in the index.
+func (r *recycling) checkNoClaimIsLeft(t *testing.T) {
+	t.Helper()
+	if r.m.P.Pending() != 0 || len(r.m.X.Claims()) != 0 {
+		t.Fatalf("%d claims pending, %d in the index; want none", r.m.P.Pending(), len(r.m.X.Claims()))
 	}
 }
 

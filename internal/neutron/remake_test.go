@@ -72,31 +72,15 @@ func TestEnsurePortKeepsTheAddressOfAVanishedPort(t *testing.T) {
 			n := fake.NewNeutron()
 			m, nn := setupNamespace(t, n)
 			pod := PodRef{UID: "uid-1", Namespace: "ns", Name: "p", Node: "node-a"}
-			first, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-0", Namespace: "ns", Name: "before", Node: "node-a"}, nn, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			gone, _, err := m.EnsurePort(ctx, pod, nn, "")
-			if err != nil {
-				t.Fatal(err)
-			}
 			// Out of band: both ports deleted, and the resync's listing shows it.
-			for _, id := range []string{first.ID, gone.ID} {
-				if err := n.DeletePort(ctx, id); err != nil {
-					t.Fatal(err)
-				}
-			}
+			gone := deleteThePodsPortAndTheOneBefore(ctx, t, n, m, nn, pod)
 			keep := &Address{MAC: gone.MACAddress, IP: gone.FixedIPs[0].IPAddress}
 			if tc.prepare != nil {
 				if k := tc.prepare(t, n, m, nn, gone); k != nil {
 					keep = k
 				}
 			}
-			snap, err := List(ctx, n, m.C)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m.X.Replace("c1", snap)
+			relist(ctx, t, n, m)
 			creates := n.Calls["CreatePort"]
 
 			pod.Keep = keep
@@ -104,26 +88,74 @@ func TestEnsurePortKeepsTheAddressOfAVanishedPort(t *testing.T) {
 			if err != nil {
 				t.Fatalf("EnsurePort = %v", err)
 			}
-			if port.ID == gone.ID || len(port.FixedIPs) != 1 || port.HostID != "node-a" || port.DeviceID != pod.UID {
-				t.Fatalf("new port %+v: want another port than %s, with one address, bound to node-a, of the pod", port, gone.ID)
-			}
-			same := port.MACAddress == keep.MAC && port.FixedIPs[0].IPAddress == keep.IP
-			if same != tc.wantSame {
-				t.Errorf("new port has MAC %s, IP %s; the gone port's were %s, %s; want the same: %v",
-					port.MACAddress, port.FixedIPs[0].IPAddress, keep.MAC, keep.IP, tc.wantSame)
-			}
+			checkANewPortOfThePod(t, port, gone, pod)
+			checkTheAddressIsKeptOnlyIf(t, port, keep, tc.wantSame)
 			if got := n.Calls["CreatePort"] - creates; got != tc.wantCreates {
 				t.Errorf("%d port creates, want %d", got, tc.wantCreates)
 			}
-			var mine int
-			for _, p := range n.Ports {
-				if p.DeviceID == pod.UID {
-					mine++
-				}
-			}
-			if mine != 1 {
-				t.Errorf("the pod has %d ports in Neutron, want 1", mine)
-			}
+			checkThePodHasOnePort(t, n, pod)
 		})
+	}
+}
+
+// deleteThePodsPortAndTheOneBefore makes a port for a pod made before pod, then pod's, and deletes both out of
+// band. It returns pod's port.
+func deleteThePodsPortAndTheOneBefore(ctx context.Context, t *testing.T, n *fake.Neutron, m *Manager, nn *NamespaceNet, pod PodRef) openstack.Port {
+	t.Helper()
+	first, _, err := m.EnsurePort(ctx, PodRef{UID: "uid-0", Namespace: "ns", Name: "before", Node: "node-a"}, nn, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, _, err := m.EnsurePort(ctx, pod, nn, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{first.ID, gone.ID} {
+		if err := n.DeletePort(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return gone
+}
+
+// relist is a resync's listing: the index holds what Neutron shows now.
+func relist(ctx context.Context, t *testing.T, n *fake.Neutron, m *Manager) {
+	t.Helper()
+	snap, err := List(ctx, n, m.C)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.X.Replace("c1", snap)
+}
+
+// checkANewPortOfThePod: port is another port than gone, with one address, bound to node-a, of pod.
+func checkANewPortOfThePod(t *testing.T, port, gone openstack.Port, pod PodRef) {
+	t.Helper()
+	if port.ID == gone.ID || len(port.FixedIPs) != 1 || port.HostID != "node-a" || port.DeviceID != pod.UID {
+		t.Fatalf("new port %+v: want another port than %s, with one address, bound to node-a, of the pod", port, gone.ID)
+	}
+}
+
+// checkTheAddressIsKeptOnlyIf: port has keep's MAC and IP exactly when wantSame.
+func checkTheAddressIsKeptOnlyIf(t *testing.T, port openstack.Port, keep *Address, wantSame bool) {
+	t.Helper()
+	same := port.MACAddress == keep.MAC && port.FixedIPs[0].IPAddress == keep.IP
+	if same != wantSame {
+		t.Errorf("new port has MAC %s, IP %s; the gone port's were %s, %s; want the same: %v",
+			port.MACAddress, port.FixedIPs[0].IPAddress, keep.MAC, keep.IP, wantSame)
+	}
+}
+
+// checkThePodHasOnePort: Neutron has exactly one port of pod.
+func checkThePodHasOnePort(t *testing.T, n *fake.Neutron, pod PodRef) {
+	t.Helper()
+	var mine int
+	for _, p := range n.Ports {
+		if p.DeviceID == pod.UID {
+			mine++
+		}
+	}
+	if mine != 1 {
+		t.Errorf("the pod has %d ports in Neutron, want 1", mine)
 	}
 }

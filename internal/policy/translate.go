@@ -50,7 +50,7 @@ type Rule struct {
 type Group struct {
 	// Key identifies the group among a cluster's (its tag): "np-<policy UID>" for a policy's pods, or
 	// "np-<policy UID>-ports-<hash>" for those of its pods that give its ingress named ports one set of
-	// numbers (see PolicyKey); "peer-<hash>" for a peer's pods (of its selectors, of an ipBlock or every
+	// numbers (see OwnerKey); "peer-<hash>" for a peer's pods (of its selectors, of an ipBlock or every
 	// pod, and then those that give a named port one number); or "base-<name>" for the groups that open a
 	// direction no policy isolates.
 	Key string
@@ -191,9 +191,9 @@ func variantKey(np *networkingv1.NetworkPolicy, n numbers) string {
 	return KeyOf(np) + variantInfix + hash36(n.String())
 }
 
-// PolicyKey is the KeyOf of the policy whose group has key key, for a group a policy has for the pods that
+// OwnerKey is the KeyOf of the policy whose group has key key, for a group a policy has for the pods that
 // give its named ports some numbers as for its own; any other key is returned as it is.
-func PolicyKey(key string) string {
+func OwnerKey(key string) string {
 	i := strings.LastIndex(key, variantInfix)
 	if !strings.HasPrefix(key, "np-") || i < 0 {
 		return key

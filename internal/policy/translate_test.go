@@ -153,7 +153,7 @@ func TestAPodsGroupsDoNotDependOnTheOtherPods(t *testing.T) {
 	}
 }
 
-func TestPolicyKey(t *testing.T) {
+func TestOwnerKey(t *testing.T) {
 	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "web", UID: "0b6c5f8e-2d41-4c3a-9f1e-7a2b3c4d5e6f"}}
 	http := namedRef{name: "http", proto: corev1.ProtocolTCP}
 	cases := []struct {
@@ -166,8 +166,8 @@ func TestPolicyKey(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := PolicyKey(tc.key); got != tc.want {
-				t.Fatalf("PolicyKey(%q) = %q, want %q", tc.key, got, tc.want)
+			if got := OwnerKey(tc.key); got != tc.want {
+				t.Fatalf("OwnerKey(%q) = %q, want %q", tc.key, got, tc.want)
 			}
 		})
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 const (
-	// ReasonPortUnbound: a running pod's interface lost its OVN binding, and raven-node asked Raven to check the
-	// pod's port.
+	// ReasonPortUnbound is the event reason when a running pod's interface lost its OVN binding, and raven-node
+	// asked Raven to check the pod's port.
 	ReasonPortUnbound = "NetworkPortUnbound"
 	// DefaultUnboundGrace is how long a running pod's interface may be without ovn-installed before raven-node
 	// asks for a check: ovn-controller sets it again within tens of milliseconds when it merely re-installs.

@@ -60,20 +60,23 @@ func follow(t *testing.T, e *env) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
+// followCase is a change of a running pod's annotation, and what its interface and pod end look like after.
+type followCase struct {
+	name string
+	// restart: the annotation changes while raven-node is down; a new server starts on the same OVS.
+	restart bool
+	// change is the pod's new annotation; breakIt, when set, runs before it.
+	change  portOpts
+	breakIt func(e *env)
+	// want*: the interface's iface-id and attached-mac, and the pod end's MAC and address afterwards.
+	wantIfaceID, wantMAC, wantAddr string
+	wantEvent                      []string
+}
+
 // A running pod whose annotation names another port: its interface follows, its eth0 gets the new port's
 // MAC and IP when they differ, and an event on the pod says what happened.
 func TestARunningPodFollowsItsPort(t *testing.T) {
-	tests := []struct {
-		name string
-		// restart: the annotation changes while raven-node is down; a new server starts on the same OVS.
-		restart bool
-		// change is the pod's new annotation; breakIt, when set, runs before it.
-		change  portOpts
-		breakIt func(e *env)
-		// want*: the interface's iface-id and attached-mac, and the pod end's MAC and address afterwards.
-		wantIfaceID, wantMAC, wantAddr string
-		wantEvent                      []string
-	}{
+	tests := []followCase{
 		{
 			name:   "the port made again with its MAC and IP: the interface points at it, eth0 keeps its address",
 			change: remade, wantIfaceID: newPort, wantMAC: "fa:16:3e:84:88:2a", wantAddr: "10.244.0.158/24",
@@ -109,44 +112,72 @@ func TestARunningPodFollowsItsPort(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, 10*time.Second, testPod(t, annotated))
-			if !tt.restart {
-				follow(t, e)
-			}
-			decodeResult(t, e.srv.Handle(t.Context(), request("ADD", "sandbox-1")))
-			before := checkPlugged(t, e, "sandbox-1")
-			if tt.breakIt != nil {
-				tt.breakIt(e)
-			}
-			e.update(t, testPod(t, tt.change))
-			if tt.restart {
-				e.srv = New(e.srv.cfg)
-				follow(t, e)
-			}
-			ev := waitEvent(t, e)
-			for _, want := range tt.wantEvent {
-				if !strings.Contains(ev, want) {
-					t.Errorf("event %q lacks %q", ev, want)
-				}
-			}
-			iface, ok, _ := e.ovs.Interface(t.Context(), testTap)
-			if !ok {
-				t.Fatalf("interface %s is gone", testTap)
-			}
-			ids := iface.ExternalIDs
-			if ids[ovs.KeyIfaceID] != tt.wantIfaceID || ids[ovs.KeySandbox] != "sandbox-1" || !iface.Installed() {
-				t.Errorf("external_ids %v: want iface-id %s, the sandbox's, installed", ids, tt.wantIfaceID)
-			}
-			if tt.wantIfaceID != testPort && (ids[ovs.KeyAttachedMAC] != tt.wantMAC || ids[ovs.KeyPlug] == before) {
-				t.Errorf("external_ids %v: want attached-mac %s and a new %s", ids, tt.wantMAC, ovs.KeyPlug)
-			}
-			if tt.wantAddr != "" {
-				got, err := e.plumber.Inspect(t.Context(), "/var/run/netns/sandbox-1", "eth0")
-				if err != nil || got.MAC.String() != tt.wantMAC || len(got.Addrs) != 1 || got.Addrs[0].String() != tt.wantAddr {
-					t.Errorf("pod end %+v (%v), want MAC %s and address %s", got, err, tt.wantMAC, tt.wantAddr)
-				}
-			}
+			e, before := changeTheAnnotationOfAPluggedPod(t, tt)
+			checkTheEventSays(t, waitEvent(t, e), tt.wantEvent)
+			checkTheInterfaceFollowed(t, e, tt, before)
+			checkThePodEnd(t, e, tt)
 		})
+	}
+}
+
+// changeTheAnnotationOfAPluggedPod plugs testPod's sandbox, then gives the pod tt's annotation, with Follow
+// running throughout or (tt.restart) only from a new server started after the change. It returns the
+// environment and the interface's plug ID from before the change.
+func changeTheAnnotationOfAPluggedPod(t *testing.T, tt followCase) (*env, string) {
+	t.Helper()
+	e := newEnv(t, 10*time.Second, testPod(t, annotated))
+	if !tt.restart {
+		follow(t, e)
+	}
+	decodeResult(t, e.srv.Handle(t.Context(), request("ADD", "sandbox-1")))
+	before := checkPlugged(t, e, "sandbox-1")
+	if tt.breakIt != nil {
+		tt.breakIt(e)
+	}
+	e.update(t, testPod(t, tt.change))
+	if tt.restart {
+		e.srv = New(e.srv.cfg)
+		follow(t, e)
+	}
+	return e, before
+}
+
+// checkTheEventSays fails the test for each of wants that event ev lacks.
+func checkTheEventSays(t *testing.T, ev string, wants []string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(ev, want) {
+			t.Errorf("event %q lacks %q", ev, want)
+		}
+	}
+}
+
+// checkTheInterfaceFollowed: the sandbox's interface is still there, installed, names tt's port, and when
+// that is a new one, carries its MAC and a plug ID other than before.
+func checkTheInterfaceFollowed(t *testing.T, e *env, tt followCase, before string) {
+	t.Helper()
+	iface, ok, _ := e.ovs.Interface(t.Context(), testTap)
+	if !ok {
+		t.Fatalf("interface %s is gone", testTap)
+	}
+	ids := iface.ExternalIDs
+	if ids[ovs.KeyIfaceID] != tt.wantIfaceID || ids[ovs.KeySandbox] != "sandbox-1" || !iface.Installed() {
+		t.Errorf("external_ids %v: want iface-id %s, the sandbox's, installed", ids, tt.wantIfaceID)
+	}
+	if tt.wantIfaceID != testPort && (ids[ovs.KeyAttachedMAC] != tt.wantMAC || ids[ovs.KeyPlug] == before) {
+		t.Errorf("external_ids %v: want attached-mac %s and a new %s", ids, tt.wantMAC, ovs.KeyPlug)
+	}
+}
+
+// checkThePodEnd: when tt names an address, the pod's eth0 has tt's MAC and that one address.
+func checkThePodEnd(t *testing.T, e *env, tt followCase) {
+	t.Helper()
+	if tt.wantAddr == "" {
+		return
+	}
+	got, err := e.plumber.Inspect(t.Context(), "/var/run/netns/sandbox-1", "eth0")
+	if err != nil || got.MAC.String() != tt.wantMAC || len(got.Addrs) != 1 || got.Addrs[0].String() != tt.wantAddr {
+		t.Errorf("pod end %+v (%v), want MAC %s and address %s", got, err, tt.wantMAC, tt.wantAddr)
 	}
 }
 

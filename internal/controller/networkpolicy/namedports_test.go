@@ -39,7 +39,7 @@ func (w *world) policyGroupOf(t *testing.T, name string) string {
 	t.Helper()
 	var out []string
 	for _, k := range w.groupsOf(t, name) {
-		if policy.PolicyKey(k) == "np-np1" {
+		if policy.OwnerKey(k) == "np-np1" {
 			out = append(out, k)
 		}
 	}

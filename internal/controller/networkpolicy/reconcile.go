@@ -511,7 +511,7 @@ func byName(items []networkingv1.NetworkPolicy, name string) *networkingv1.Netwo
 // warnGroup reports a failure on a group: on its policy for a policy group (its own or one for the pods that
 // give its named ports some numbers), in the log for the others.
 func (r *Reconciler) warnGroup(ctx context.Context, byPolicy map[string]*networkingv1.NetworkPolicy, key, reason, what string, err error) {
-	if np, ok := byPolicy[policy.PolicyKey(key)]; ok {
+	if np, ok := byPolicy[policy.OwnerKey(key)]; ok {
 		r.warn(np, reason, what, err)
 		return
 	}

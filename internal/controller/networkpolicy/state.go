@@ -87,14 +87,13 @@ func nodeAddresses(ctx context.Context, c client.Reader, names []string, cidrs [
 		return nil, nil
 	}
 	var nodes []corev1.Node
-	switch {
-	case names == nil:
+	if names == nil {
 		var list corev1.NodeList
 		if err := c.List(ctx, &list); err != nil {
 			return nil, err
 		}
 		nodes = list.Items
-	default:
+	} else {
 		for _, name := range names {
 			var n corev1.Node
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {

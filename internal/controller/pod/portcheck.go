@@ -17,7 +17,7 @@ import (
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
-// ReasonPortChecked: raven-node asked for a check of the pod's port, and Neutron has it.
+// ReasonPortChecked is the event reason when raven-node asked for a check of the pod's port, and Neutron has it.
 const ReasonPortChecked = "PortChecked"
 
 const (

@@ -2,7 +2,6 @@ package pod
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,53 +89,69 @@ func TestACheckRequestFromRavenNode(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t, pod("web", "u1", running))
-			if err := w.reconcile(t, "web"); err != nil {
-				t.Fatal(err)
-			}
-			before := w.annotation(t, "web")
-			asked := tc.prepare(t, w, before)
-			w.askCheck(t, "web", asked)
+			w, before := withARunningPod(t)
+			w.askCheck(t, "web", tc.prepare(t, w, before))
 			w.n.Calls = map[string]int{}
 			err := w.reconcile(t, "web")
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("reconcile: %v, want an error %v", err, tc.wantErr)
 			}
-			if got := w.n.Calls["GetPort"]; got != tc.wantGets {
-				t.Errorf("%d GetPort calls, want %d", got, tc.wantGets)
-			}
-			if got := w.n.Calls["ListPorts"]; got != 0 {
-				t.Errorf("%d ListPorts calls, want none", got)
-			}
-			after := w.annotation(t, "web")
-			if renamed := after.ID != before.ID; renamed != tc.wantNew {
-				t.Errorf("annotation names %s (before %s): want another port %v", after.ID, before.ID, tc.wantNew)
-			}
-			if tc.wantNew && (after.MACAddress != before.MACAddress || after.FixedIPs[0].IPAddress != before.FixedIPs[0].IPAddress) {
-				t.Errorf("new port MAC %s IP %s, want the former %s %s", after.MACAddress, after.FixedIPs[0].IPAddress,
-					before.MACAddress, before.FixedIPs[0].IPAddress)
-			}
-			if v, ok := w.checkAnnotation(t, "web"); ok != tc.wantErr {
-				t.Errorf("check request %q present %v after the reconcile, want %v", v, ok, tc.wantErr)
-			}
-			var ev string
-			select {
-			case ev = <-w.recorder.Events:
-			default:
-			}
-			if len(tc.wantEvent) == 0 && ev != "" {
-				t.Errorf("event %q, want none", ev)
-			}
-			if len(tc.wantEvent) > 0 && ev == "" {
-				t.Errorf("no event, want one with %q", tc.wantEvent)
-			}
-			for _, want := range tc.wantEvent {
-				if !strings.Contains(ev, want) {
-					t.Errorf("event %q lacks %q", ev, want)
-				}
-			}
+			checkNeutronWasAskedForOnePortOnly(t, w, tc.wantGets)
+			checkThePortIsMadeAgainOnlyIf(t, before, w.annotation(t, "web"), tc.wantNew)
+			checkTheRequestStaysOnlyIf(t, w, tc.wantErr)
+			checkTheEvent(t, w, tc.wantEvent)
 		})
 	}
+}
+
+// checkNeutronWasAskedForOnePortOnly: the reconcile made gets GetPort calls, and listed no ports.
+func checkNeutronWasAskedForOnePortOnly(t *testing.T, w *world, gets int) {
+	t.Helper()
+	if got := w.n.Calls["GetPort"]; got != gets {
+		t.Errorf("%d GetPort calls, want %d", got, gets)
+	}
+	if got := w.n.Calls["ListPorts"]; got != 0 {
+		t.Errorf("%d ListPorts calls, want none", got)
+	}
+}
+
+// checkThePortIsMadeAgainOnlyIf: the annotation after names another port than before exactly when wantNew,
+// and that port then has the MAC and IP of before.
+func checkThePortIsMadeAgainOnlyIf(t *testing.T, before, after *annotations.Port, wantNew bool) {
+	t.Helper()
+	if renamed := after.ID != before.ID; renamed != wantNew {
+		t.Errorf("annotation names %s (before %s): want another port %v", after.ID, before.ID, wantNew)
+	}
+	if wantNew && (after.MACAddress != before.MACAddress || after.FixedIPs[0].IPAddress != before.FixedIPs[0].IPAddress) {
+		t.Errorf("new port MAC %s IP %s, want the former %s %s", after.MACAddress, after.FixedIPs[0].IPAddress,
+			before.MACAddress, before.FixedIPs[0].IPAddress)
+	}
+}
+
+// checkTheRequestStaysOnlyIf: web still carries raven-node's check request exactly when wantStay.
+func checkTheRequestStaysOnlyIf(t *testing.T, w *world, wantStay bool) {
+	t.Helper()
+	if v, ok := w.checkAnnotation(t, "web"); ok != wantStay {
+		t.Errorf("check request %q present %v after the reconcile, want %v", v, ok, wantStay)
+	}
+}
+
+// checkTheEvent: when there are words, an event was recorded on the pod and has every one of them; when there
+// are none, no event was.
+func checkTheEvent(t *testing.T, w *world, words []string) {
+	t.Helper()
+	var ev string
+	select {
+	case ev = <-w.recorder.Events:
+	default:
+	}
+	if len(words) == 0 && ev != "" {
+		t.Errorf("event %q, want none", ev)
+	}
+	if len(words) > 0 && ev == "" {
+		t.Errorf("no event, want one with %q", words)
+	}
+	checkEventHas(t, ev, words)
 }
 
 // A flapping interface, or many at once, cannot turn into a storm of GETs: a port found in Neutron is not asked

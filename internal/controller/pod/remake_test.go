@@ -70,55 +70,88 @@ func TestRunningPodWhosePortVanishes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorld(t, pod("web", "u1", running))
-			if err := w.reconcile(t, "web"); err != nil {
-				t.Fatal(err)
-			}
-			before := w.annotation(t, "web")
+			w, before := withARunningPod(t)
 			if before == nil || before.FixedIPs[0].IPAddress != port0IP {
 				t.Fatalf("first annotation %+v, want the subnet's first address %s", before, port0IP)
 			}
 			tc.vanish(t, w, before)
 			// The resync's listing shows the change to the index, and sends the pod back.
-			snap, err := neutron.List(ctx, w.n, w.r.Neutron.C)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.r.Neutron.X.Replace("c1", snap)
+			w.list(t, "")
 			if err := w.reconcile(t, "web"); err != nil {
 				t.Fatal(err)
 			}
-			after := w.annotation(t, "web")
-			ports := w.ports("u1")
-			if after == nil || after.ID == before.ID || len(ports) != 1 || ports[0].ID != after.ID {
-				t.Fatalf("annotation %+v, ports %+v: want the annotation to name the pod's one new port", after, ports)
-			}
-			same := after.MACAddress == before.MACAddress && after.FixedIPs[0].IPAddress == before.FixedIPs[0].IPAddress
-			if same != tc.wantSame {
-				t.Errorf("new port MAC %s IP %s, former MAC %s IP %s: want the same %v",
-					after.MACAddress, after.FixedIPs[0].IPAddress, before.MACAddress, before.FixedIPs[0].IPAddress, tc.wantSame)
-			}
-			var ev string
-			select {
-			case ev = <-w.recorder.Events:
-			default:
-				t.Fatal("no event on the pod")
-			}
-			for _, want := range append(tc.wantEvent, before.ID, after.ID) {
-				if !strings.Contains(ev, want) {
-					t.Errorf("event %q lacks %q", ev, want)
-				}
-			}
-			// In sync now: no second event.
-			if err := w.reconcile(t, "web"); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case ev := <-w.recorder.Events:
-				t.Errorf("a second event %q for a pod in sync", ev)
-			default:
-			}
+			after := checkThePodHasOneNewPort(t, w, before)
+			checkTheAddressIsKeptOnlyIf(t, before, after, tc.wantSame)
+			checkEventHas(t, nextEvent(t, w), append(tc.wantEvent, before.ID, after.ID))
+			checkNoSecondEventInSync(t, w)
 		})
+	}
+}
+
+// withARunningPod is a world with the running pod web, reconciled once, and the port its annotation names then.
+func withARunningPod(t *testing.T) (*world, *annotations.Port) {
+	t.Helper()
+	w := newWorld(t, pod("web", "u1", running))
+	if err := w.reconcile(t, "web"); err != nil {
+		t.Fatal(err)
+	}
+	return w, w.annotation(t, "web")
+}
+
+// checkThePodHasOneNewPort: web's annotation names a port other than before, and it is the pod's only one in
+// Neutron. It returns that annotation.
+func checkThePodHasOneNewPort(t *testing.T, w *world, before *annotations.Port) *annotations.Port {
+	t.Helper()
+	after := w.annotation(t, "web")
+	ports := w.ports("u1")
+	if after == nil || after.ID == before.ID || len(ports) != 1 || ports[0].ID != after.ID {
+		t.Fatalf("annotation %+v, ports %+v: want the annotation to name the pod's one new port", after, ports)
+	}
+	return after
+}
+
+// checkTheAddressIsKeptOnlyIf: the port after has the MAC and IP of the port before exactly when wantSame.
+func checkTheAddressIsKeptOnlyIf(t *testing.T, before, after *annotations.Port, wantSame bool) {
+	t.Helper()
+	same := after.MACAddress == before.MACAddress && after.FixedIPs[0].IPAddress == before.FixedIPs[0].IPAddress
+	if same != wantSame {
+		t.Errorf("new port MAC %s IP %s, former MAC %s IP %s: want the same %v",
+			after.MACAddress, after.FixedIPs[0].IPAddress, before.MACAddress, before.FixedIPs[0].IPAddress, wantSame)
+	}
+}
+
+// nextEvent is the next event recorded on the pod; the test fails at once when there is none.
+func nextEvent(t *testing.T, w *world) string {
+	t.Helper()
+	select {
+	case ev := <-w.recorder.Events:
+		return ev
+	default:
+		t.Fatal("no event on the pod")
+		return ""
+	}
+}
+
+// checkEventHas fails the test for each of words that event ev lacks.
+func checkEventHas(t *testing.T, ev string, words []string) {
+	t.Helper()
+	for _, want := range words {
+		if !strings.Contains(ev, want) {
+			t.Errorf("event %q lacks %q", ev, want)
+		}
+	}
+}
+
+// checkNoSecondEventInSync: web, in sync now, is reconciled again without error and without an event.
+func checkNoSecondEventInSync(t *testing.T, w *world) {
+	t.Helper()
+	if err := w.reconcile(t, "web"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.recorder.Events:
+		t.Errorf("a second event %q for a pod in sync", ev)
+	default:
 	}
 }
 
