@@ -77,10 +77,19 @@ func listenerName(svc *corev1.Service, sp corev1.ServicePort) string {
 	return name
 }
 
-// members lists ready endpoints for one service port, sorted and without duplicates.
-func members(endpointSlices []discoveryv1.EndpointSlice, sp corev1.ServicePort, subnetFor func(string) string) []openstack.MemberSpec {
+// Endpoint is one ready IPv4 endpoint of a Service port: its address, the port the load balancer sends to
+// on it, and the object behind it (nil when none).
+type Endpoint struct {
+	Address   string
+	Port      int
+	TargetRef *corev1.ObjectReference
+}
+
+// ReadyEndpoints lists the ready IPv4 endpoints of one Service port (what become its pool's members), without
+// duplicates, in the slices' order.
+func ReadyEndpoints(endpointSlices []discoveryv1.EndpointSlice, sp corev1.ServicePort) []Endpoint {
 	seen := map[string]bool{}
-	var out []openstack.MemberSpec
+	var out []Endpoint
 	for _, es := range endpointSlices {
 		if es.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
@@ -104,13 +113,22 @@ func members(endpointSlices []discoveryv1.EndpointSlice, sp corev1.ServicePort, 
 					continue
 				}
 				seen[key] = true
-				m := openstack.MemberSpec{Address: addr, ProtocolPort: port, SubnetID: subnetFor(addr)}
-				if ep.TargetRef != nil {
-					m.Name = ep.TargetRef.Name
-				}
-				out = append(out, m)
+				out = append(out, Endpoint{Address: addr, Port: port, TargetRef: ep.TargetRef})
 			}
 		}
+	}
+	return out
+}
+
+// members lists the ready endpoints of one service port as members, sorted.
+func members(endpointSlices []discoveryv1.EndpointSlice, sp corev1.ServicePort, subnetFor func(string) string) []openstack.MemberSpec {
+	var out []openstack.MemberSpec
+	for _, e := range ReadyEndpoints(endpointSlices, sp) {
+		m := openstack.MemberSpec{Address: e.Address, ProtocolPort: e.Port, SubnetID: subnetFor(e.Address)}
+		if e.TargetRef != nil {
+			m.Name = e.TargetRef.Name
+		}
+		out = append(out, m)
 	}
 	slices.SortFunc(out, func(a, b openstack.MemberSpec) int {
 		return strings.Compare(a.Address+":"+strconv.Itoa(a.ProtocolPort), b.Address+":"+strconv.Itoa(b.ProtocolPort))

@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/raven-net/raven/internal/octavia"
 	"github.com/raven-net/raven/internal/policy"
 )
 
@@ -60,34 +61,15 @@ func serviceOf(svc *corev1.Service, eps []discoveryv1.EndpointSlice) policy.Serv
 	return s
 }
 
-// backends are the ready IPv4 endpoints of one Service port.
+// backends are the ready IPv4 endpoints of one Service port: the load balancer's members.
 func backends(eps []discoveryv1.EndpointSlice, sp corev1.ServicePort) []policy.Backend {
 	var out []policy.Backend
-	for _, es := range eps {
-		if es.AddressType != discoveryv1.AddressTypeIPv4 {
-			continue
+	for _, e := range octavia.ReadyEndpoints(eps, sp) {
+		pod := ""
+		if e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
+			pod = e.TargetRef.Namespace + "/" + e.TargetRef.Name
 		}
-		port := -1
-		for _, p := range es.Ports {
-			if p.Name != nil && *p.Name == sp.Name && p.Port != nil {
-				port = int(*p.Port)
-			}
-		}
-		if port < 0 {
-			continue
-		}
-		for _, ep := range es.Endpoints {
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-				continue
-			}
-			pod := ""
-			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
-				pod = ep.TargetRef.Namespace + "/" + ep.TargetRef.Name
-			}
-			for _, a := range ep.Addresses {
-				out = append(out, policy.Backend{Pod: pod, IP: a, Port: port})
-			}
-		}
+		out = append(out, policy.Backend{Pod: pod, IP: e.Address, Port: e.Port})
 	}
 	return out
 }
