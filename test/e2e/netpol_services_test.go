@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +125,73 @@ func TestNetworkPolicyHoldsThroughServices(t *testing.T) {
 	}
 	if !closedFor(client, path{"another pod", "tcp", net.JoinHostPort(bys.Status.PodIP, "80")}, "bystander", 3*time.Second) {
 		t.Fatal("the egress allow to app=web let the client reach another pod")
+	}
+}
+
+// A policy change does not drop the traffic it does not concern: a UDP flow between two pods no policy
+// selects keeps every answer while a policy isolating a third pod of their namespace is created (the cluster's
+// first: base groups, spares) and deleted.
+func TestAPolicyChangeKeepsTrafficItDoesNotConcern(t *testing.T) {
+	needDatapath(t)
+	ensureRaven(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	ports := createServingPods(t, ns, "a", "b", "c")
+	addr := net.JoinHostPort(ports["b"].FixedIPs[0].IPAddress, "80")
+	expectAnswer(t, podNetns(ns, "a"), "udp", addr, "b")
+	var conn net.Conn
+	if err := inNetns(podNetns(ns, "a"), func() error {
+		var err error
+		conn, err = net.Dial("udp", addr) // one source port: one conntrack entry for the whole test
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	// a → b exchanges one datagram at a time, without pause, until the policy has come and gone.
+	var sent, lost int
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 64)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			sent++
+			_ = conn.SetDeadline(time.Now().Add(time.Second))
+			if _, err := conn.Write([]byte("hello\n")); err != nil {
+				lost++
+				continue
+			}
+			if n, err := conn.Read(buf); err != nil || strings.TrimSpace(string(buf[:n])) != "b" {
+				lost++
+			}
+		}
+	}()
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "isolate-c"}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "c"}},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+	}}
+	if _, err := env.kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cAddr := net.JoinHostPort(ports["c"].FixedIPs[0].IPAddress, "80")
+	eventually(t, time.Minute, "c isolated", func() (bool, error) {
+		return !probe(podNetns(ns, "a"), "tcp", cAddr, "c"), nil
+	})
+	if err := env.kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, np.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "c open again", func() (bool, error) {
+		return probe(podNetns(ns, "a"), "tcp", cAddr, "c"), nil
+	})
+	close(stop)
+	<-done
+	t.Logf("%d datagrams of a → b across the policy's creation and deletion, %d unanswered", sent, lost)
+	if lost > 0 {
+		t.Fatalf("%d of %d datagrams between two pods no policy selects went unanswered across a policy change that concerns neither", lost, sent)
 	}
 }
