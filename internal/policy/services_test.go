@@ -1,12 +1,18 @@
 package policy
 
 import (
+	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/raven-net/raven/test/netpol"
 )
 
 // egressTo is a policy of namespace x that isolates the pods app=client for egress and admits TCP port to the
@@ -82,5 +88,48 @@ func TestBaseGroupsOpenNoServiceOut(t *testing.T) {
 				t.Fatalf("base-infra admits %+v out: an egress-isolated pod would reach every backend by its Service", r)
 			}
 		}
+	}
+}
+
+// Every scenario of the model, probed through a Service in front of each pod as upstream's suite probes
+// (a clusterIP whose one backend is the pod, on another port than the pod's): a client reaches the Service
+// exactly when the model lets it reach the pod. Neutron judges the connection's first packet by the client's
+// egress rules at the Service's address and port, its later packets at the backend (OVN's load balancer
+// NATs them before the ACLs), and the backend's ingress rules at the backend. A rule that admitted every
+// Service address out (Raven's base group once did) fails this for UDP: the first datagram is the probe.
+func TestServicesMatchTheModel(t *testing.T) {
+	base := netpol.DefaultCluster(nil)
+	for _, sc := range netpol.Scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			c := sc.Apply(base)
+			res := Translate(sc.Policies(c), podsOf(c), namespacesOf(c))
+			proto := strings.ToLower(string(sc.Protocol))
+			vip := map[string]string{}
+			var services []Service
+			for i, p := range c.Pods {
+				vip[p.Key()] = fmt.Sprintf("10.96.0.%d", i+1)
+				services = append(services, Service{Namespace: p.Namespace, Name: "s-" + p.Name, Addresses: []string{vip[p.Key()]},
+					Ports: []ServicePort{{Protocol: proto, Port: 10000 + int(sc.Port), Backends: []Backend{{Pod: p.Key(), IP: p.IP, Port: int(sc.Port)}}}}})
+			}
+			AdmitServices(&res, services)
+			got := netpol.Table{}
+			for _, from := range c.Pods {
+				for _, to := range c.Pods {
+					src := res.Pods[from.Key()]
+					first := !src.EgressIsolated || anyRule(res, src.Groups, "egress", 10000+sc.Port, sc.Protocol, func(r Rule) bool {
+						return r.RemoteIPPrefix != "" && netip.MustParsePrefix(r.RemoteIPPrefix).Contains(netip.MustParseAddr(vip[to.Key()]))
+					})
+					dst := res.Pods[to.Key()]
+					in := !dst.IngressIsolated || anyRule(res, dst.Groups, "ingress", sc.Port, sc.Protocol, func(r Rule) bool { return remoteIs(res, r, from) })
+					// A UDP probe is one datagram and its answer (a reply): the first packet decides. TCP's data
+					// comes after the handshake and is judged at the backend.
+					later := sc.Protocol == corev1.ProtocolUDP || admits(res, from, to, sc.Port, sc.Protocol)
+					got.Set(from.Key(), to.Key(), first && in && later)
+				}
+			}
+			if d := netpol.Diff(sc.Expected(c), got); len(d) > 0 {
+				t.Fatalf("%d pairs differ through the Services: %v\n%s", len(d), d, netpol.SideBySide(sc.Expected(c), got))
+			}
+		})
 	}
 }
