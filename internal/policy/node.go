@@ -1,10 +1,8 @@
 package policy
 
 import (
-	"hash/fnv"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -12,11 +10,7 @@ import (
 const nodePrefix = "node-"
 
 // NodeKey is the key of the group that admits a node's own traffic to the isolated pods bound to it.
-func NodeKey(node string) string {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(node))
-	return nodePrefix + strconv.FormatUint(h.Sum64(), 36)
-}
+func NodeKey(node string) string { return nodePrefix + hash36(node) }
 
 // IsNodeKey says whether key is a node group's.
 func IsNodeKey(key string) bool { return strings.HasPrefix(key, nodePrefix) }

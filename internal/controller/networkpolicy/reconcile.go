@@ -185,7 +185,7 @@ func (r *Reconciler) translate(ctx context.Context, nps []networkingv1.NetworkPo
 		in = append(in, p.pod)
 	}
 	res := policy.Translate(nps, in, namespacesOf(nss.Items))
-	nodes, err := nodeAddresses(ctx, r.Client, nil, r.NodeCIDRs)
+	nodes, err := nodeAddresses(ctx, r.Client, r.NodeCIDRs)
 	if err != nil {
 		return nil, policy.Result{}, err
 	}

@@ -55,11 +55,7 @@ func (s *State) GroupsFor(ctx context.Context, c client.Reader, pod *corev1.Pod,
 	}
 	p := podOf(pod, ip)
 	res := policy.Translate(nps.Items, []policy.Pod{p}, namespacesOf(nss.Items))
-	names := []string{}
-	if p.Node != "" {
-		names = append(names, p.Node)
-	}
-	nodes, err := nodeAddresses(ctx, c, names, s.NodeCIDRs)
+	nodes, err := ownNodeAddresses(ctx, c, p.Node, s.NodeCIDRs)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -80,36 +76,33 @@ func (s *State) GroupsFor(ctx context.Context, c client.Reader, pod *corev1.Pod,
 	return nonNil(groups), refused, true, nil
 }
 
-// nodeAddresses are the admitted addresses of the named nodes (every node when names is nil), by node
-// name; none without cidrs.
-func nodeAddresses(ctx context.Context, c client.Reader, names []string, cidrs []string) (map[string][]string, error) {
+// nodeAddresses are the admitted addresses of every node, by node name; none without cidrs.
+func nodeAddresses(ctx context.Context, c client.Reader, cidrs []string) (map[string][]string, error) {
 	if len(cidrs) == 0 {
 		return nil, nil
 	}
-	var nodes []corev1.Node
-	if names == nil {
-		var list corev1.NodeList
-		if err := c.List(ctx, &list); err != nil {
-			return nil, err
-		}
-		nodes = list.Items
-	} else {
-		for _, name := range names {
-			var n corev1.Node
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
-				if client.IgnoreNotFound(err) != nil {
-					return nil, err
-				}
-				continue
-			}
-			nodes = append(nodes, n)
-		}
+	var list corev1.NodeList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, err
 	}
-	out := make(map[string][]string, len(nodes))
-	for _, n := range nodes {
-		out[n.Name] = policy.NodeAddresses(addressesOf(&n), cidrs)
+	out := make(map[string][]string, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = policy.NodeAddresses(addressesOf(&list.Items[i]), cidrs)
 	}
 	return out, nil
+}
+
+// ownNodeAddresses are the admitted addresses of the node named node alone (none while the pod is not bound,
+// the node is gone or there are no cidrs), by node name.
+func ownNodeAddresses(ctx context.Context, c client.Reader, node string, cidrs []string) (map[string][]string, error) {
+	if node == "" || len(cidrs) == 0 {
+		return nil, nil
+	}
+	var n corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return map[string][]string{node: policy.NodeAddresses(addressesOf(&n), cidrs)}, nil
 }
 
 // addressesOf are a node's InternalIP and ExternalIP addresses.
