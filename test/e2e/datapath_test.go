@@ -101,16 +101,21 @@ func inNetns(name string, f func() error) error {
 }
 
 // exchange opens a connection from inside the namespace from to addr (network "tcp" or "udp"), sends a
-// line, and returns the first line answered.
+// line, and returns the first line answered, within 3 s.
 func exchange(from, network, addr string) (string, error) {
+	return exchangeWithin(from, network, addr, 3*time.Second)
+}
+
+// exchangeWithin is exchange with the time the connection has to be made and answered.
+func exchangeWithin(from, network, addr string, timeout time.Duration) (string, error) {
 	var answer string
 	err := inNetns(from, func() error {
-		c, err := net.DialTimeout(network, addr, 3*time.Second)
+		c, err := net.DialTimeout(network, addr, timeout)
 		if err != nil {
 			return err
 		}
 		defer func() { _ = c.Close() }()
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+		_ = c.SetDeadline(time.Now().Add(timeout))
 		if _, err := c.Write([]byte("hello\n")); err != nil {
 			return err
 		}

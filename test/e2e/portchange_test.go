@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"strings"
@@ -120,7 +119,7 @@ func answersAgain(t *testing.T, ns, pod, from, addr, gone string, since time.Tim
 	t.Helper()
 	for deadline := since.Add(limit); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		_, ann := portAnnotation(t, ns, pod)
-		got, err := tcpAnswer(from, addr, time.Second)
+		got, err := exchangeWithin(from, "tcp", addr, time.Second) // to the second
 		switch {
 		case err != nil || got != pod:
 			failed++
@@ -131,26 +130,6 @@ func answersAgain(t *testing.T, ns, pod, from, addr, gone string, since time.Tim
 	_, ann := portAnnotation(t, ns, pod)
 	t.Fatalf("pod %s/%s did not answer on %s through a new port within %s (annotation %+v, %d probes failed)", ns, pod, addr, limit, ann, failed)
 	return 0, failed
-}
-
-// tcpAnswer is exchange over TCP with a shorter timeout, so that the time to answer is measured to a second.
-func tcpAnswer(from, addr string, timeout time.Duration) (string, error) {
-	var answer string
-	err := inNetns(from, func() error {
-		c, err := net.DialTimeout("tcp", addr, timeout)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = c.Close() }()
-		_ = c.SetDeadline(time.Now().Add(timeout))
-		if _, err := c.Write([]byte("hello\n")); err != nil {
-			return err
-		}
-		line, err := bufio.NewReader(c).ReadString('\n')
-		answer = strings.TrimSpace(line)
-		return err
-	})
-	return answer, err
 }
 
 // checkPodEnd: eth0 in the pod's namespace has mac, and ip without the former address.
