@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -57,7 +56,7 @@ func Run(ctx context.Context, o config.Options) error {
 	gate := controller.NewGate()
 	nm := neutronManager(o, clients)
 	if nm.P != nil {
-		nm.P.Nodes = nodeNames(mgr.GetAPIReader())
+		nm.P.Nodes = nodeNames(mgr.GetClient())
 	}
 	sweeper, err := addControllers(ctx, mgr, o, clients, nm, gate, m)
 	if err != nil {
@@ -280,13 +279,12 @@ func openstackCheck(n openstack.Networking) healthz.Checker {
 
 func ptr[T any](v T) *T { return &v }
 
-// nodeNames lists the names of the cluster's nodes from the API server (their metadata only, past the cache,
-// so that a missing permission fails the call instead of stalling a cache), for the pools: the pool of a
-// node that is gone is emptied (neutron.Pools.Nodes).
+// nodeNames lists the names of the cluster's nodes from the cache (the slim nodes NetworkPolicy already
+// watches for their addresses, not a second listing from the API server at each resync), for the pools: the
+// pool of a node that is gone is emptied (neutron.Pools.Nodes).
 func nodeNames(r client.Reader) func(ctx context.Context) ([]string, error) {
 	return func(ctx context.Context) ([]string, error) {
-		var nodes metav1.PartialObjectMetadataList
-		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		var nodes corev1.NodeList
 		if err := r.List(ctx, &nodes); err != nil {
 			return nil, err
 		}
