@@ -93,12 +93,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, nil
 		}
 	}
-	port, err := r.ensurePort(ctx, &pod, nn)
+	before := announcedPort(&pod)
+	port, err := r.ensurePort(ctx, &pod, before, nn)
 	if res, wait, err := portWait(log, err); wait {
 		return res, err
 	}
 	hadPort := pod.Annotations[annotations.PodPort] != ""
-	before := announcedPort(&pod)
 	if err := r.patch(ctx, &pod, &port, nn); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -133,12 +133,10 @@ func portWait(log klog.Logger, err error) (res reconcile.Result, wait bool, _ er
 	return reconcile.Result{}, false, nil
 }
 
-// ensurePort finds or creates the pod's port (preferring the one its annotation names) and, when it
+// ensurePort finds or creates the pod's port (preferring announced, the one its annotation names) and, when it
 // created one, releases the ports of earlier pods of the same name.
-func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, nn *neutron.NamespaceNet) (neutron.Port, error) {
+func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, announced annotations.Port, nn *neutron.NamespaceNet) (neutron.Port, error) {
 	log := klog.FromContext(ctx)
-	var announced annotations.Port
-	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value just means no preference
 	if err := r.checkRequested(ctx, pod, announced, nn); err != nil {
 		return neutron.Port{}, err
 	}
@@ -212,8 +210,7 @@ func (r *Reconciler) release(ctx context.Context, pod *corev1.Pod, what string) 
 		return reconcile.Result{RequeueAfter: time.Second}, true, nil
 	}
 	uid := string(pod.UID)
-	var announced annotations.Port
-	_, _ = annotations.Decode(pod.Annotations, annotations.PodPort, &announced) // a bad value names no port
+	announced := announcedPort(pod)
 	if err := r.loadAnnounced(ctx, announced.ID); err != nil {
 		r.warn(pod, "PortDelete", what, err)
 		return reconcile.Result{}, true, err
