@@ -12,6 +12,7 @@ groups=(
   "Open vSwitch and OVN (the datapath): openvswitch-switch ovn-central ovn-host ethtool"
   "MariaDB (Neutron's database): mariadb-server python3-pymysql"
   "tools: sqlite3 openssl curl jq iproute2 procps iputils-ping"
+  "the nodes (runc's seccomp, nsenter, mount, conntrack): libseccomp-dev util-linux mount conntrack"
 )
 [[ ${STACK_KEYSTONE:-0} == 1 ]] && groups+=("Keystone: python3-keystone")
 
