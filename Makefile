@@ -21,6 +21,16 @@ build: ## Build bin/raven, and the node side: bin/raven-node (the per-node daemo
 	$(GO) build -o $(BIN)/raven-node ./cmd/raven-node
 	$(GO) build -o $(BIN)/raven-cni ./cmd/raven-cni
 
+# VERSION tags Raven's images: the tag or commit of the tree (dirty when it has changes), never latest.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_BINS := $(BIN)/image-bins
+
+.PHONY: images
+images: ## Build the images (raven, raven-node, testserver also as nginx, pause) as tarballs in bin/images/ without a Docker engine; `go run ./hack/images serve --dir bin/images` serves them.
+	@mkdir -p $(IMAGE_BINS)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(IMAGE_BINS)/ ./cmd/raven ./cmd/raven-node ./cmd/raven-cni ./hack/testserver
+	$(GO) run ./hack/images build --bin $(IMAGE_BINS) --out $(BIN)/images --version $(VERSION)
+
 .PHONY: run
 run: build stack-up ## Bring the local stack up (when it is not running) and run Raven against it in the foreground.
 	@. $(STACK_ENV) && echo "Raven: metrics on http://$$RAVEN_METRICS_ADDR/metrics, probes on http://$$RAVEN_HEALTH_ADDR/readyz; kubectl works after '. $(STACK_ENV)'" && \
