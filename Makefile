@@ -29,6 +29,7 @@ IMAGE_BINS := $(BIN)/image-bins
 images: ## Build the images (raven, raven-node, testserver also as nginx, pause) as tarballs in bin/images/ without a Docker engine; `go run ./hack/images serve --dir bin/images` serves them.
 	@mkdir -p $(IMAGE_BINS)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(IMAGE_BINS)/ ./cmd/raven ./cmd/raven-node ./cmd/raven-cni ./hack/testserver
+	@rm -rf $(BIN)/images
 	$(GO) run ./hack/images build --bin $(IMAGE_BINS) --out $(BIN)/images --version $(VERSION)
 
 .PHONY: run

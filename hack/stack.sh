@@ -19,7 +19,14 @@ K8S_VERSION=${K8S_VERSION:-v1.37.2}
 CACHE_ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/raven
 PY=/usr/bin/python3
 CLUSTER_ID=${RAVEN_CLUSTER_ID:-local}
-NODE_NAME=${STACK_NODE_NAME:-standin-node}
+# What runs the nodes: standin (hack/node-standin plays kubelet, scheduler and runtime) or kubelet (a real kubelet
+# with containerd on each node, kube-scheduler, raven-node as the DaemonSet of deploy/node; hack/stack-nodes.sh).
+NODE_RUNTIME=${STACK_NODE_RUNTIME:-standin}
+case $NODE_RUNTIME in
+  standin) NODE_NAME=${STACK_NODE_NAME:-standin-node} NODE2_NAME=${NODE_NAME}-2 ;;
+  kubelet) NODE_NAME=${STACK_NODE_NAME:-node-1} NODE2_NAME=${STACK_NODE2_NAME:-node-2} ;;
+  *) echo "STACK_NODE_RUNTIME is standin or kubelet, not $NODE_RUNTIME" >&2; exit 2 ;;
+esac
 export GOTOOLCHAIN=local
 
 # Open vSwitch and OVN: every daemon and every CLI call finds its sockets, pidfiles and databases here, never in
@@ -35,7 +42,7 @@ CHASSIS_NS="" OUTSIDE_NS=""
 # network namespace raven-node2, joined to the first by a geneve tunnel between two br-phy bridges over a veth
 # pair. Its raven-node and node stand-in run in the root namespace (they need 127.0.0.1); raven-node puts the
 # host ends of the pods' veths into raven-node2 (--datapath-netns).
-NODE2_NAME=${NODE_NAME}-2 NODE2_NS=raven-node2
+NODE2_NS=raven-node2
 OVS2_RUNDIR=$STACK_DIR/ovs2 OVN2_RUNDIR=$STACK_DIR/ovn2
 OVS2_DB=unix:$OVS2_RUNDIR/db.sock
 vsctl2() { ovs-vsctl --db="$OVS2_DB" --timeout=20 "$@"; }
@@ -43,6 +50,9 @@ TUNNEL1=169.254.100.1 TUNNEL2=169.254.100.2
 
 log() { printf '[stack %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+
+# shellcheck source=hack/stack-nodes.sh
+. "$REPO/hack/stack-nodes.sh"
 
 # starttime PID: when the process started, in clock ticks since boot (field 22 of /proc/PID/stat).
 starttime() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
@@ -400,6 +410,10 @@ up() {
   local bins cni=${STACK_CNI:-1}
   bins=$("$REPO/hack/build-k8s.sh")
   "$REPO/hack/install-openstack.sh"
+  if [[ $NODE_RUNTIME == kubelet ]]; then
+    [[ $cni == 1 ]] || die "STACK_NODE_RUNTIME=kubelet needs the node side (STACK_CNI=1)"
+    NODE_BINS=$("$REPO/hack/build-node.sh")
+  fi
 
   rm -rf "$STACK_DIR"
   mkdir -p "$STACK_DIR"/{pids,logs,pki,bin,neutron,octavia/certs/store,kcm-certs} "$OVS_RUNDIR" "$OVN_RUNDIR"
@@ -407,7 +421,11 @@ up() {
   mkdir -p "$shm" && echo "$shm" >"$STACK_DIR/shm"
   ln -s "$shm" "$STACK_DIR/state"
   mkdir -p "$OVS_DBDIR"
+  [[ $NODE_RUNTIME == kubelet ]] && node_images
   choose_datapath_netns
+  if [[ $NODE_RUNTIME == kubelet && -n $CHASSIS_NS ]]; then
+    die "STACK_NODE_RUNTIME=kubelet needs the root network namespace's datapath, which another stack holds"
+  fi
   if [[ $cni == 1 && -n $CHASSIS_NS ]]; then
     log "no node side for this stack: another stack holds the root network namespace's datapath, so this one's is in $CHASSIS_NS, where raven-node (which needs 127.0.0.1) cannot run"
     cni=0
@@ -460,13 +478,25 @@ up() {
     echo "$token,admin,admin-uid,\"system:masters\""
     echo "$ctoken,raven-unprivileged,raven-unprivileged-uid"
   } >"$STACK_DIR/pki/tokens.csv"
+  # Without kubelets, pods need no ServiceAccount token; with them, the API server authorizes each kubelet as its
+  # node (Node authorizer, NodeRestriction) and reaches kubelets with a client certificate of their CA.
+  local -a apiflags=(--authorization-mode=RBAC --disable-admission-plugins=ServiceAccount)
+  local kcm_more=""
+  if [[ $NODE_RUNTIME == kubelet ]]; then
+    node_pki
+    node_tokens "$NODE_NAME" "$NODE2_NAME" >>"$STACK_DIR/pki/tokens.csv"
+    apiflags=(--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
+      --kubelet-client-certificate="$STACK_DIR/pki/kubelet-client.crt" --kubelet-client-key="$STACK_DIR/pki/kubelet-client.key"
+      --kubelet-preferred-address-types=InternalIP --allow-privileged=true)
+    kcm_more=,node-lifecycle-controller,daemonset-controller,serviceaccount-controller,root-ca-certificate-publisher-controller,pod-garbage-collector-controller
+  fi
+  API_PORT=$AP
   start kube-apiserver "$bins/kube-apiserver" --etcd-servers="http://127.0.0.1:$EP" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$AP" \
-    --cert-dir="$STACK_DIR/pki" --token-auth-file="$STACK_DIR/pki/tokens.csv" --authorization-mode=RBAC \
+    --cert-dir="$STACK_DIR/pki" --token-auth-file="$STACK_DIR/pki/tokens.csv" "${apiflags[@]}" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$STACK_DIR/pki/sa.pub" --service-account-signing-key-file="$STACK_DIR/pki/sa.key" \
-    --service-cluster-ip-range=10.0.0.0/25 --endpoint-reconciler-type=none \
-    --disable-admission-plugins=ServiceAccount
+    --service-cluster-ip-range=10.0.0.0/25 --endpoint-reconciler-type=none
   wait_for kube-apiserver 60 curl -sf -k -H "Authorization: Bearer $token" "https://127.0.0.1:$AP/readyz"
   write_kubeconfig "$STACK_DIR/kubeconfig" "$AP" "$token" admin
   write_kubeconfig "$STACK_DIR/kubeconfig-unprivileged" "$AP" "$ctoken" raven-unprivileged
@@ -474,7 +504,8 @@ up() {
   log "starting kube-controller-manager"
   start kube-controller-manager "$bins/kube-controller-manager" --kubeconfig="$STACK_DIR/kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$KP" --cert-dir="$STACK_DIR/kcm-certs" --leader-elect=false \
-    --controllers=deployment-controller,replicaset-controller,endpoints-controller,endpointslice-controller,namespace-controller,garbage-collector-controller \
+    --controllers=deployment-controller,replicaset-controller,endpoints-controller,endpointslice-controller,namespace-controller,garbage-collector-controller$kcm_more \
+    --root-ca-file="$STACK_DIR/pki/apiserver.crt" \
     --concurrent-deployment-syncs=5 --concurrent-replicaset-syncs=5
   wait_for kube-controller-manager 60 curl -sf -k "https://127.0.0.1:$KP/healthz"
 
@@ -531,6 +562,7 @@ export STACK_NETNS_FILE=$STACK_DIR/netns
 export STACK_CNI=$cni
 export STACK_LB_PROVIDER=$LB_PROVIDER
 export STACK_NODES=$nodes
+export STACK_NODE_RUNTIME=$NODE_RUNTIME
 ENV
   if ((nodes >= 2)); then
     printf 'export STACK_NODE2_NAME=%s\nexport STACK_NODE2_NETNS=%s\nexport STACK_OVS2_DB=%s\n' "$NODE2_NAME" "$NODE2_NS" "$OVS2_DB" >>"$STACK_DIR/env"
@@ -539,6 +571,15 @@ ENV
     echo "export KEYSTONE_URL=http://127.0.0.1:$KSP/v3" >>"$STACK_DIR/env"
   fi
 
+  if [[ $NODE_RUNTIME == kubelet ]]; then
+    log "starting the registry, containerd and the kubelet of each node, kube-scheduler"
+    start_nodes "$nodes" "$(freeport)"
+    printf 'export CONTAINER_RUNTIME_ENDPOINT=unix://%s\nexport STACK_REGISTRY=%s\nexport STACK_IMAGES_VERSION=%s\nexport STACK_NODE_BINS=%s\n' \
+      "$(node_dir "$NODE_NAME")/run/containerd.sock" "$REGISTRY_ADDR" "$IMAGES_VERSION" "$NODE_BINS" >>"$STACK_DIR/env"
+    ((nodes >= 2)) && printf 'export STACK_NODE2_RUNTIME_ENDPOINT=unix://%s\n' "$(node_dir "$NODE2_NAME")/run/containerd.sock" >>"$STACK_DIR/env"
+    log "stack is up in $((SECONDS - t0)) s; use it with: . $STACK_DIR/env"
+    return 0
+  fi
   # The stand-in lists the pods' sandboxes (network namespace, server PID) in its state directory; down reads it.
   local -a standin=("$STACK_DIR/bin/node-standin" --kubeconfig="$STACK_DIR/kubeconfig" --node-name="$NODE_NAME"
     --state-dir="$STACK_DIR/node-standin")
@@ -926,8 +967,10 @@ down_quiet() {
     all+=("$name")
     [[ $name == ovsdb-server || $name == ovs-vswitchd || $name == ovsdb-server-2 || $name == ovs-vswitchd-2 ]] || rest+=("$name")
   done
-  # Everything but the Open vSwitch database and switch first (ovn-controller would re-create br-int), then the
-  # datapath: namespaces, bridges, taps; then the switch and its database.
+  # The nodes' kubelets, containers and runtimes first; then everything but the Open vSwitch database and switch
+  # (ovn-controller would re-create br-int), then the datapath: namespaces, bridges, taps; then the switch and
+  # its database.
+  stop_nodes
   terminate "${rest[@]}"
   stop_datapath
   terminate "${all[@]}"

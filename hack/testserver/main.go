@@ -9,6 +9,10 @@
 //
 // With --pause it is a pod sandbox's pause process instead: it holds the sandbox's namespaces, reaps the
 // zombies of a shared PID namespace, and exits 0 on SIGTERM or SIGINT.
+//
+// Tests switch a running server from inside its pod (kubectl exec), as faults a real container meets:
+// --mark=unready makes --probe (an exec readiness probe) fail until --mark=ready; --mark=hung makes the
+// server close its sockets while its pod stays Ready (a hung container no probe sees) until --mark=serving.
 package main
 
 import (
@@ -25,12 +29,27 @@ import (
 func main() {
 	fs := flag.NewFlagSet("testserver", flag.ExitOnError)
 	pause := fs.Bool("pause", false, "be a pod sandbox's pause process: wait for SIGTERM or SIGINT, reaping zombie children")
+	probe := fs.Bool("probe", false, "exit 1 while the server is marked unready, 0 otherwise (an exec readiness probe)")
+	mark := fs.String("mark", "", "switch the running server: ready, unready (for --probe), hung (sockets closed) or serving")
 	klog.InitFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 	logger := klog.NewKlogr()
 
-	if *pause {
+	switch {
+	case *pause:
 		runPause(logger)
+		return
+	case *probe:
+		if err := probeReady(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	case *mark != "":
+		if err := setMark(*mark); err != nil {
+			fmt.Fprintln(os.Stderr, "testserver --mark:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -56,12 +75,7 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("SERVE_PORTS: %w", err)
 	}
 	ports = withDefaultPorts(ports)
-	ls, err := listen(ports)
-	if err != nil {
-		return err
-	}
-	klog.FromContext(ctx).Info("Serving", "name", name, "ports", portStrings(ports))
-	return ls.serve(ctx, name)
+	return serveUntilDone(ctx, name, ports)
 }
 
 // serverName is POD_NAME when the pod sets it, else the hostname, which the runtime sets to the pod's name.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,8 @@ func needDatapath(t testing.TB) {
 	}
 }
 
-// servingPod is a pod whose stand-in process answers on TCP and UDP port 80 with the pod's name.
+// servingPod is a pod that answers on TCP and UDP port 80 with its name (the test server, or the stand-in's
+// process).
 func servingPod(name string) *corev1.Pod {
 	p := podSpec(name)
 	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP}, {ContainerPort: 80, Protocol: corev1.ProtocolUDP}}
@@ -87,12 +89,28 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// podNetns is the network namespace the stand-in made for a pod.
-func podNetns(ns, name string) string { return ns + "_" + name }
+// podNetns is the pod's network namespace: on real nodes, the path of its sandbox's, found through the
+// container runtime ("" when it has none, which inNetns reports); else the name of the one the stand-in made.
+func podNetns(ns, name string) string {
+	if !realNodes() {
+		return ns + "_" + name
+	}
+	path, err := sandboxNetns(ns, name)
+	if err != nil {
+		harnessLog("no network namespace for pod %s/%s: %v", ns, name, err)
+	}
+	return path
+}
 
-// inNetns runs f in the named network namespace (on a locked OS thread).
+// inNetns runs f in the network namespace (on a locked OS thread): a path, or a name in /var/run/netns.
 func inNetns(name string, f func() error) error {
-	n, err := ns.GetNS("/var/run/netns/" + name)
+	if name == "" {
+		return fmt.Errorf("no network namespace")
+	}
+	if !filepath.IsAbs(name) {
+		name = filepath.Join("/var/run/netns", name)
+	}
+	n, err := ns.GetNS(name)
 	if err != nil {
 		return err
 	}

@@ -441,6 +441,9 @@ func newNamespace(t *testing.T) string {
 		}
 		_ = env.kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
+	if realNodes() {
+		waitDefaultServiceAccount(t, name)
+	}
 	return name
 }
 

@@ -38,7 +38,11 @@ func needOVNProvider(t testing.TB) {
 // createServingDeployment is a Deployment whose pods answer on TCP and UDP port 80 with their names.
 func createServingDeployment(t testing.TB, ns, name string, replicas int32) {
 	t.Helper()
-	deploy(t, ns, name, replicas, servingPod("").Spec)
+	spec := servingPod("").Spec
+	if realNodes() {
+		switchableReadiness(&spec)
+	}
+	deploy(t, ns, name, replicas, spec)
 }
 
 // readyPods waits until the Deployment name has exactly n Ready pods (none terminating) and returns their names.
@@ -135,9 +139,14 @@ func logCmd(t testing.TB, name string, args ...string) {
 	t.Logf("==== %s %s (err %v)\n%s", name, strings.Join(args, " "), err, out)
 }
 
-// setReady plays a readiness probe on a pod (the node stand-in reports it Ready or not).
+// setReady makes a pod of createServingDeployment fail its readiness probe, or pass it again (on real nodes;
+// the node stand-in reports it Ready or not).
 func setReady(t testing.TB, ns, pod string, ready bool) {
 	t.Helper()
+	if realNodes() {
+		podExec(t, ns, pod, "/testserver", "--mark="+map[bool]string{true: "ready", false: "unready"}[ready])
+		return
+	}
 	standinAnnotate(t, ns, pod, "node-standin.raven/ready", ready)
 }
 
@@ -145,6 +154,10 @@ func setReady(t testing.TB, ns, pod string, ready bool) {
 // probe sees), or answer again.
 func setServing(t testing.TB, ns, pod string, serving bool) {
 	t.Helper()
+	if realNodes() {
+		podExec(t, ns, pod, "/testserver", "--mark="+map[bool]string{true: "serving", false: "hung"}[serving])
+		return
+	}
 	standinAnnotate(t, ns, pod, "node-standin.raven/serving", serving)
 }
 

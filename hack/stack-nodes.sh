@@ -1,0 +1,322 @@
+# Sourced by hack/stack.sh: the real nodes of the local stack (STACK_NODE_RUNTIME=kubelet). Each node is a kubelet
+# with a containerd and runc of its own (hack/build-node.sh), on this one machine:
+#   - its own directory $STACK_DIR/nodes/<node>: containerd's root, state and socket, the kubelet's root dir and pod
+#     logs, the CNI bin and conf dirs that raven-node fills, raven-node's socket, links to the node's Open vSwitch
+#     and OVN run dirs, and datapath-netns, a bind mount of the network namespace its ovs-vswitchd runs in;
+#   - its own cgroup root /raven-<tag>-n<i> in every v1 controller (two kubelets sharing /kubepods kill each
+#     other's pods);
+#   - its own address, 10.255.255.<i>/32 on lo (a kubelet refuses a loopback node IP), where the API server
+#     reaches it for logs and exec;
+#   - one registry on 127.0.0.1 (hack/images serve) that every containerd uses as the mirror of every registry
+#     name, holding the images `make images` builds: Raven's, the test server (also as nginx) and the pause image.
+# kube-scheduler places pods; the second node is tainted NoSchedule, so that pods go there only when they ask
+# for it by name, as with the stand-in. raven-node runs on both as the DaemonSet of deploy/node, through the
+# overlay in $STACK_DIR/deploy/node, which changes only what an operator changes for this machine: the image
+# tags, the API server's address, and the host paths of the Open vSwitch sockets and CNI dirs.
+
+NODE_NET=10.255.255
+REGISTRY_ADDR=""
+
+# node_dir NAME: the node's directory.
+node_dir() { echo "$STACK_DIR/nodes/$1"; }
+
+# node_tag: the cgroup roots' stack tag (one stack per $STACK_DIR).
+node_tag() { printf %s "$STACK_DIR" | sha1sum | cut -c1-6; }
+
+# node_images: the images' version and directory, built by `make images` (its binaries are static).
+node_images() {
+  log "building the images (raven, raven-node, the test server and the pause image; make images)"
+  (cd "$REPO" && make -s images >"$STACK_DIR/logs/images.log" 2>&1) || { tail -20 "$STACK_DIR/logs/images.log" >&2; die "make images failed"; }
+  IMAGES_VERSION=$(awk '$1 ~ /\/raven-node:/ {sub(/.*:/, "", $1); print $1; exit}' "$REPO/bin/images/images.txt")
+  [[ -n $IMAGES_VERSION ]] || die "bin/images/images.txt names no raven-node image"
+  (cd "$REPO" && go build -o "$STACK_DIR/bin/images" ./hack/images)
+}
+
+# node_pki: a CA for the kubelets' client certificates, and the API server's client certificate for the
+# kubelets (logs, exec, port-forward), in the group system:masters.
+node_pki() {
+  local p=$STACK_DIR/pki
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$p/ca.key" -out "$p/ca.crt" -days 30 -subj "/CN=raven-stack-ca" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$p/kubelet-client.key" -out "$p/kubelet-client.csr" \
+    -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" 2>/dev/null
+  openssl x509 -req -in "$p/kubelet-client.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
+    -out "$p/kubelet-client.crt" -days 30 2>/dev/null
+}
+
+# node_tokens: one line per node for the API server's token file; each kubelet is system:node:<name>, which the
+# Node authorizer and NodeRestriction confine to its own node and pods.
+node_tokens() {
+  local name t
+  for name in "$@"; do
+    t=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    echo "$t" >"$STACK_DIR/pki/token-$name"
+    echo "$t,system:node:$name,node-$name-uid,\"system:nodes\""
+  done
+}
+
+# start_registry: the mirror of every registry, loaded with the images of $REPO/bin/images.
+start_registry() {
+  REGISTRY_ADDR=127.0.0.1:$(freeport)
+  echo "${REGISTRY_ADDR#*:}" >>"$STACK_DIR/ports"
+  start registry "$STACK_DIR/bin/images" serve --addr="$REGISTRY_ADDR" --dir="$REPO/bin/images"
+  wait_for registry 60 curl -sf "http://$REGISTRY_ADDR/v2/"
+}
+
+# node_cgroups I: the node's cgroup root in every v1 controller; cpuset needs its CPUs and memory nodes set
+# before anything can join it.
+node_cgroups() {
+  local root=/raven-$(node_tag)-n$1 c
+  for c in /sys/fs/cgroup/*/; do
+    c=${c%/}
+    [[ $(basename "$c") == unified ]] && continue
+    mkdir -p "$c$root"
+  done
+  cat /sys/fs/cgroup/cpuset/cpuset.cpus >"/sys/fs/cgroup/cpuset$root/cpuset.cpus"
+  cat /sys/fs/cgroup/cpuset/cpuset.mems >"/sys/fs/cgroup/cpuset$root/cpuset.mems"
+  mkdir -p "/sys/fs/cgroup/unified$root"
+  echo "$root"
+}
+
+# remove_cgroups: every process left in the stack's cgroup roots is killed, then the cgroups go, deepest first.
+remove_cgroups() {
+  local tag dirs d
+  tag=$(node_tag)
+  for _ in 1 2 3; do
+    dirs=$(find /sys/fs/cgroup/*/ -maxdepth 1 -type d -name "raven-$tag-n*" 2>/dev/null)
+    [[ -n $dirs ]] || return 0
+    # shellcheck disable=SC2086
+    for d in $(find $dirs -name cgroup.procs 2>/dev/null); do
+      xargs -r kill -KILL <"$d" 2>/dev/null || true
+    done
+    # shellcheck disable=SC2086
+    find $dirs -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+}
+
+# node_netns_file I DIR: DIR/datapath-netns becomes the node's datapath namespace (the root one for the first
+# node, the second node's for the second), a path raven-node can be given whichever node it runs on.
+node_netns_file() {
+  local f=$2/datapath-netns src=/proc/self/ns/net
+  (($1 == 2)) && src=/var/run/netns/$NODE2_NS
+  touch "$f"
+  mount --bind "$src" "$f"
+}
+
+# write_containerd_config DIR: containerd 2's configuration for the node in DIR.
+write_containerd_config() {
+  local d=$1 bins=$2
+  mkdir -p "$d/certs.d/_default"
+  cat >"$d/certs.d/_default/hosts.toml" <<T
+# Every registry name resolves at the stack's own registry, as an air-gapped cluster's mirror.
+[host."http://$REGISTRY_ADDR"]
+  capabilities = ["pull", "resolve"]
+T
+  cat >"$d/containerd.toml" <<T
+version = 3
+root = "$d/containerd"
+state = "$d/run/containerd"
+
+[grpc]
+  address = "$d/run/containerd.sock"
+
+[ttrpc]
+  address = "$d/run/containerd.sock.ttrpc"
+
+[plugins.'io.containerd.cri.v1.images']
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "registry.k8s.io/pause:3.10.1"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "$d/certs.d"
+
+[plugins.'io.containerd.cri.v1.runtime']
+  # Processes here cannot lower their oom_score_adj (no CAP_SYS_RESOURCE), which the pause container asks for.
+  restrict_oom_score_adj = true
+  # Pods' network namespaces under this node's state dir (a shared mount, seen by raven-node's container).
+  netns_mounts_under_state_dir = true
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["$d/cni/bin"]
+    conf_dir = "$d/cni/net.d"
+    use_internal_loopback = true
+  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+      BinaryName = "$bins/runc"
+
+[plugins.'io.containerd.nri.v1.nri']
+  disable = true
+T
+}
+
+# write_kubelet_config I NAME DIR CGROUP-ROOT PORT HEALTHZ-PORT
+write_kubelet_config() {
+  local i=$1 name=$2 d=$3 root=$4 port=$5 hport=$6 taints=""
+  ((i == 2)) && taints=$'registerWithTaints:\n- {key: raven.io/second-node, effect: NoSchedule}'
+  cat >"$d/kubelet.yaml" <<T
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# This machine's cgroups are hybrid (v1 controllers), which the kubelet refuses unless told.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: $root
+containerRuntimeEndpoint: unix://$d/run/containerd.sock
+address: $NODE_NET.$i
+port: $port
+healthzBindAddress: 127.0.0.1
+healthzPort: $hport
+readOnlyPort: 0
+podLogsDir: $d/pod-logs
+oomScoreAdj: 0
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $STACK_DIR/pki/ca.crt}
+authorization: {mode: Webhook}
+# A test machine's disk is often fuller than a node's; pods must not be evicted for it.
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, nodefs.inodesFree: 1%, imagefs.available: 1%}
+imageGCHighThresholdPercent: 100
+maxPods: 250
+serializeImagePulls: false
+resolvConf: /etc/resolv.conf
+$taints
+T
+  write_kubeconfig "$d/kubelet.kubeconfig" "$API_PORT" "$(cat "$STACK_DIR/pki/token-$name")" "system:node:$name"
+}
+
+# start_node I NAME: containerd and the kubelet of node I.
+start_node() {
+  local i=$1 name=$2 d bins root
+  d=$(node_dir "$name")
+  bins=$NODE_BINS
+  mkdir -p "$d"/{containerd,run,cni/bin,cni/net.d,kubelet,pod-logs,raven}
+  ip addr add "$NODE_NET.$i/32" dev lo 2>/dev/null || true
+  echo "$NODE_NET.$i/32" >>"$STACK_DIR/lo-addrs"
+  root=$(node_cgroups "$i")
+  if ((i == 1)); then
+    ln -sfn "$OVS_RUNDIR" "$d/ovs"; ln -sfn "$OVN_RUNDIR" "$d/ovn"
+  else
+    ln -sfn "$OVS2_RUNDIR" "$d/ovs"; ln -sfn "$OVN2_RUNDIR" "$d/ovn"
+  fi
+  node_netns_file "$i" "$d"
+  write_containerd_config "$d" "$bins"
+  start "containerd-$i" env PATH="$bins:$PATH" "$bins/containerd" --config="$d/containerd.toml" --log-level=warn
+  wait_for "containerd-$i" 30 test -S "$d/run/containerd.sock"
+  write_kubelet_config "$i" "$name" "$d" "$root" "$(freeport)" "$(freeport)"
+  start "kubelet-$i" env PATH="$bins:$PATH" "$bins/kubelet" --config="$d/kubelet.yaml" --kubeconfig="$d/kubelet.kubeconfig" \
+    --root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" --hostname-override="$name" --node-ip="$NODE_NET.$i" --v=1
+}
+
+# start_nodes: the nodes' shared parts, then each node, the scheduler, and raven-node on every node.
+start_nodes() {
+  local nodes=$1 kp=$2
+  mkdir -p "$STACK_DIR/nodes"
+  # Shared, so that the network namespaces containerd mounts under a node's state dir after raven-node's
+  # container started appear in it (its hostPath mount is HostToContainer); / is a private mount here.
+  mount --bind "$STACK_DIR/nodes" "$STACK_DIR/nodes"
+  mount --make-rshared "$STACK_DIR/nodes"
+  start_registry
+  start_node 1 "$NODE_NAME"
+  ((nodes >= 2)) && start_node 2 "$NODE2_NAME"
+  start kube-scheduler "$NODE_BINS/kube-scheduler" --kubeconfig="$STACK_DIR/kubeconfig" --leader-elect=false \
+    --bind-address=127.0.0.1 --secure-port="$kp"
+  wait_for kube-scheduler 60 curl -sf -k "https://127.0.0.1:$kp/healthz"
+  wait_for kubelet-1 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE_NAME"
+  ((nodes >= 2)) && wait_for kubelet-2 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE2_NAME"
+  install_raven_node "$nodes"
+}
+
+# install_raven_node: deploy/node through the local overlay, then waits until raven-node is Ready on every node
+# and the nodes are Ready (raven-node installs the CNI config the kubelet waits for).
+install_raven_node() {
+  local nodes=$1 o=$STACK_DIR/deploy/node
+  mkdir -p "$o"
+  cat >"$o/kustomization.yaml" <<K
+# The local stack's overlay of deploy/node: what an operator changes for this machine, nothing else.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - $(realpath --relative-to="$o" "$REPO/deploy/node")
+images:
+  - name: ghcr.io/raven-net/raven-node
+    newTag: "$IMAGES_VERSION"
+patches:
+  - path: daemonset.yaml
+K
+  cat >"$o/daemonset.yaml" <<P
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: raven-node
+  namespace: raven-system
+spec:
+  template:
+    spec:
+      containers:
+        - name: raven-node
+          args:
+            - --node-name=\$(NODE_NAME)
+            - --socket=$STACK_DIR/nodes/\$(NODE_NAME)/raven/cni.sock
+            - --ovs-db=unix:$STACK_DIR/nodes/\$(NODE_NAME)/ovs/db.sock
+            - --ovs-rundir=$STACK_DIR/nodes/\$(NODE_NAME)/ovs
+            - --ovn-rundir=$STACK_DIR/nodes/\$(NODE_NAME)/ovn
+            - --datapath-netns=$STACK_DIR/nodes/\$(NODE_NAME)/datapath-netns
+            - --bridge=br-int
+            - --ready-timeout=2m
+            - --install-cni-plugin=/usr/local/bin/raven-cni
+            - --cni-bin-dir=$STACK_DIR/nodes/\$(NODE_NAME)/cni/bin
+            - --cni-conf-dir=$STACK_DIR/nodes/\$(NODE_NAME)/cni/net.d
+            - --metrics-addr=\$(HOST_IP):9476
+          env:
+            # No kube-proxy here: the API server is reached where it listens.
+            - {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
+            - {name: KUBERNETES_SERVICE_PORT, value: "$API_PORT"}
+          # The base's host paths are the standard ones; this machine keeps them per node.
+          volumeMounts:
+            - \$patch: replace
+            - {name: tmp, mountPath: /tmp}
+            - {name: stack-nodes, mountPath: $STACK_DIR/nodes, mountPropagation: HostToContainer}
+            - {name: stack-ovs, mountPath: $OVS_RUNDIR}
+            - {name: stack-ovn, mountPath: $OVN_RUNDIR, readOnly: true}
+            - {name: stack-ovs2, mountPath: $OVS2_RUNDIR}
+            - {name: stack-ovn2, mountPath: $OVN2_RUNDIR, readOnly: true}
+      volumes:
+        - \$patch: replace
+        - {name: tmp, emptyDir: {}}
+        - {name: stack-nodes, hostPath: {path: $STACK_DIR/nodes, type: Directory}}
+        - {name: stack-ovs, hostPath: {path: $OVS_RUNDIR, type: Directory}}
+        - {name: stack-ovn, hostPath: {path: $OVN_RUNDIR, type: Directory}}
+        - {name: stack-ovs2, hostPath: {path: $OVS2_RUNDIR, type: DirectoryOrCreate}}
+        - {name: stack-ovn2, hostPath: {path: $OVN2_RUNDIR, type: DirectoryOrCreate}}
+P
+  log "installing raven-node (deploy/node, image tag $IMAGES_VERSION) and waiting for it on $nodes node(s)"
+  KUBECONFIG=$STACK_DIR/kubeconfig kubectl apply -k "$o" >>"$STACK_DIR/logs/install.log" 2>&1 ||
+    { tail -20 "$STACK_DIR/logs/install.log" >&2; die "installing raven-node failed"; }
+  local deadline=$((SECONDS + 180)) ready
+  until ready=$(KUBECONFIG=$STACK_DIR/kubeconfig kubectl -n raven-system get ds raven-node -o jsonpath='{.status.numberReady}' 2>/dev/null) &&
+    [[ ${ready:-0} == "$nodes" ]]; do
+    if ((SECONDS > deadline)); then
+      KUBECONFIG=$STACK_DIR/kubeconfig kubectl -n raven-system get pods -o wide >&2 || true
+      die "raven-node not Ready on $nodes node(s) after 180 s (logs: kubectl -n raven-system logs ds/raven-node)"
+    fi
+    sleep 1
+  done
+  KUBECONFIG=$STACK_DIR/kubeconfig kubectl wait --for=condition=Ready node --all --timeout=60s >/dev/null
+}
+
+# stop_nodes: the kubelets first (they would restart what goes), then every container (their processes are in
+# the nodes' cgroups), containerd and its shims, the mounts under the nodes' directory (the pods' network
+# namespaces and volumes, the kubelets' bind mounts), the cgroups, and the node addresses.
+stop_nodes() {
+  [[ -d $STACK_DIR/nodes ]] || return 0
+  terminate kubelet-1 kubelet-2 kube-scheduler
+  remove_cgroups
+  terminate containerd-1 containerd-2 registry
+  pkill -KILL -f "containerd-shim-runc-v2 -namespace k8s.io -address $STACK_DIR/nodes/" 2>/dev/null || true
+  local m
+  for _ in 1 2 3; do
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done < <(findmnt -rn -o TARGET | grep -F "$STACK_DIR/nodes" | sort -r)
+  done
+  remove_cgroups
+  if [[ -f $STACK_DIR/lo-addrs ]]; then
+    while read -r m; do ip addr del "$m" dev lo 2>/dev/null || true; done <"$STACK_DIR/lo-addrs"
+  fi
+}
