@@ -86,7 +86,7 @@ remove_cgroups() {
     [[ -n $dirs ]] || return 0
     # shellcheck disable=SC2086
     for d in $(find $dirs -name cgroup.procs 2>/dev/null); do
-      xargs -r kill -KILL <"$d" 2>/dev/null || true
+      { xargs -r kill -KILL <"$d"; } 2>/dev/null || true
     done
     # shellcheck disable=SC2086
     find $dirs -depth -type d -exec rmdir {} \; 2>/dev/null || true

@@ -410,10 +410,6 @@ up() {
   local bins cni=${STACK_CNI:-1}
   bins=$("$REPO/hack/build-k8s.sh")
   "$REPO/hack/install-openstack.sh"
-  if [[ $NODE_RUNTIME == kubelet ]]; then
-    [[ $cni == 1 ]] || die "STACK_NODE_RUNTIME=kubelet needs the node side (STACK_CNI=1)"
-    NODE_BINS=$("$REPO/hack/build-node.sh")
-  fi
 
   rm -rf "$STACK_DIR"
   mkdir -p "$STACK_DIR"/{pids,logs,pki,bin,neutron,octavia/certs/store,kcm-certs} "$OVS_RUNDIR" "$OVN_RUNDIR"
@@ -421,16 +417,22 @@ up() {
   mkdir -p "$shm" && echo "$shm" >"$STACK_DIR/shm"
   ln -s "$shm" "$STACK_DIR/state"
   mkdir -p "$OVS_DBDIR"
-  [[ $NODE_RUNTIME == kubelet ]] && node_images
   choose_datapath_netns
-  if [[ $NODE_RUNTIME == kubelet && -n $CHASSIS_NS ]]; then
-    die "STACK_NODE_RUNTIME=kubelet needs the root network namespace's datapath, which another stack holds"
-  fi
   if [[ $cni == 1 && -n $CHASSIS_NS ]]; then
     log "no node side for this stack: another stack holds the root network namespace's datapath, so this one's is in $CHASSIS_NS, where raven-node (which needs 127.0.0.1) cannot run"
     cni=0
   fi
 
+  if [[ $NODE_RUNTIME == kubelet && $cni == 0 ]]; then
+    # A kubelet needs a network plugin to run pods; without a node side, the stand-in plays the nodes' control
+    # plane part alone (it binds pods and reports them Ready with their port's IP), for control-plane benchmarks.
+    log "no node side (STACK_CNI=0): the node stand-in plays the nodes' control-plane part instead of kubelets"
+    NODE_RUNTIME=standin NODE_NAME=${STACK_NODE_NAME:-standin-node} NODE2_NAME=${STACK_NODE_NAME:-standin-node}-2
+  fi
+  if [[ $NODE_RUNTIME == kubelet ]]; then
+    NODE_BINS=$("$REPO/hack/build-node.sh")
+    node_images
+  fi
   # Two nodes when this stack has the root namespace's datapath and the node side (STACK_NODES=1: one).
   local nodes=${STACK_NODES:-2}
   [[ $cni == 1 && -z $CHASSIS_NS ]] || nodes=1

@@ -19,9 +19,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"k8s.io/klog/v2"
 )
@@ -30,6 +33,7 @@ func main() {
 	fs := flag.NewFlagSet("testserver", flag.ExitOnError)
 	pause := fs.Bool("pause", false, "be a pod sandbox's pause process: wait for SIGTERM or SIGINT, reaping zombie children")
 	probe := fs.Bool("probe", false, "exit 1 while the server is marked unready, 0 otherwise (an exec readiness probe)")
+	get := fs.String("get", "", "fetch this URL with HTTP GET, print the body and exit (a client inside a pod: kubectl exec POD -- /testserver --get http://IP/)")
 	mark := fs.String("mark", "", "switch the running server: ready, unready (for --probe), hung (sockets closed) or serving")
 	klog.InitFlags(fs)
 	_ = fs.Parse(os.Args[1:])
@@ -42,6 +46,12 @@ func main() {
 	case *probe:
 		if err := probeReady(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	case *get != "":
+		if err := httpGet(*get, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "testserver --get:", err)
 			os.Exit(1)
 		}
 		return
@@ -76,6 +86,21 @@ func run(ctx context.Context) error {
 	}
 	ports = withDefaultPorts(ports)
 	return serveUntilDone(ctx, name, ports)
+}
+
+// httpGet prints the body of a GET of url to w, failing on a status other than 200, within 10 s.
+func httpGet(url string, w io.Writer) error {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	_, err = io.Copy(w, resp.Body)
+	return err
 }
 
 // serverName is POD_NAME when the pod sets it, else the hostname, which the runtime sets to the pod's name.

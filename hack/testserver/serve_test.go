@@ -123,3 +123,17 @@ func TestUDPAnswers(t *testing.T) {
 		t.Errorf("answer = %q, want %q", got, "pod-a\n")
 	}
 }
+
+func TestGetPrintsTheAnswer(t *testing.T) {
+	tcp, _ := startServing(t, "web-1")
+	var out strings.Builder
+	if err := httpGet("http://"+tcp+"/", &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "web-1\n" {
+		t.Fatalf("got %q, want %q", out.String(), "web-1\n")
+	}
+	if err := httpGet("http://127.0.0.1:1/", &out); err == nil {
+		t.Fatal("a GET of a closed port succeeded")
+	}
+}

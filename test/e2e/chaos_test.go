@@ -35,6 +35,12 @@ var (
 
 func stackService(t testing.TB, verb, name string) {
 	t.Helper()
+	if realNodes() && name == "raven-node" {
+		if err := ravenNodes(verb == "start-service"); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	out, err := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), verb, name).CombinedOutput()
 	if err != nil {
 		t.Fatalf("stack %s %s: %v\n%s", verb, name, err, out)

@@ -52,15 +52,30 @@ func standinState(t testing.TB, ns, name string) sandboxState {
 // runtime does.
 func cniDel(t testing.TB, s sandboxState) error {
 	t.Helper()
-	c, list, rt := cniCall(t, "cni", s)
+	c, list, rt := cniCall(t, 1, s)
 	return c.DelNetworkList(context.Background(), list, rt)
 }
 
-// cniCall loads the conflist and plugin of a node's CNI directory (cni for the first node, cni2 for the second)
-// and the runtime configuration of the sandbox.
-func cniCall(t testing.TB, dirName string, s sandboxState) (*libcni.CNIConfig, *libcni.NetworkConfigList, *libcni.RuntimeConf) {
+// cniDir is the CNI directory (bin and net.d) of the stack's first or second node.
+func cniDir(node int) string {
+	if realNodes() {
+		name := env.vars["STACK_NODE_NAME"]
+		if node == 2 {
+			name = env.vars["STACK_NODE2_NAME"]
+		}
+		return filepath.Join(env.vars["STACK_DIR"], "nodes", name, "cni")
+	}
+	if node == 2 {
+		return filepath.Join(env.vars["STACK_DIR"], "cni2")
+	}
+	return filepath.Join(env.vars["STACK_DIR"], "cni")
+}
+
+// cniCall loads the conflist and plugin of a node's CNI directory (node 1 or 2) and the runtime configuration
+// of the sandbox.
+func cniCall(t testing.TB, node int, s sandboxState) (*libcni.CNIConfig, *libcni.NetworkConfigList, *libcni.RuntimeConf) {
 	t.Helper()
-	dir := filepath.Join(env.vars["STACK_DIR"], dirName)
+	dir := cniDir(node)
 	files, err := libcni.ConfFiles(filepath.Join(dir, "net.d"), []string{".conflist"})
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no conflist in %s/net.d (%v)", dir, err)
@@ -71,7 +86,7 @@ func cniCall(t testing.TB, dirName string, s sandboxState) (*libcni.CNIConfig, *
 	}
 	c := libcni.NewCNIConfigWithCacheDir([]string{filepath.Join(dir, "bin")}, t.TempDir(), nil)
 	return c, list, &libcni.RuntimeConf{
-		ContainerID: s.ID, NetNS: filepath.Join("/var/run/netns", s.Netns), IfName: s.IfName,
+		ContainerID: s.ID, NetNS: netnsPath(s.Netns), IfName: s.IfName,
 		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", s.Namespace}, {"K8S_POD_NAME", s.Name}, {"K8S_POD_UID", s.UID}},
 	}
 }
@@ -81,6 +96,10 @@ func stopStackService(t testing.TB, name string) {
 	t.Helper()
 	stackService(t, "stop-service", name)
 	t.Cleanup(func() {
+		if realNodes() && name == "raven-node" {
+			_ = ravenNodes(true)
+			return
+		}
 		_ = exec.Command(filepath.Join(env.repo, "hack/stack.sh"), "start-service", name).Run()
 	})
 }
@@ -126,6 +145,10 @@ func standinRetried(ns, name string) (bool, error) {
 func TestCNIAfterTheDaemonWasDown(t *testing.T) {
 	needDatapath(t)
 	ensureRaven(t)
+	if realNodes() {
+		cniAfterTheDaemonWasDownOnRealNodes(t)
+		return
+	}
 	ctx := context.Background()
 	nsName := newNamespace(t)
 	anns := createServingPods(t, nsName, "stay", "gone")

@@ -107,15 +107,20 @@ func inNetns(name string, f func() error) error {
 	if name == "" {
 		return fmt.Errorf("no network namespace")
 	}
-	if !filepath.IsAbs(name) {
-		name = filepath.Join("/var/run/netns", name)
-	}
-	n, err := ns.GetNS(name)
+	n, err := ns.GetNS(netnsPath(name))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = n.Close() }()
 	return n.Do(func(ns.NetNS) error { return f() })
+}
+
+// netnsPath is the path of a network namespace given by path or by its name in /var/run/netns.
+func netnsPath(name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join("/var/run/netns", name)
 }
 
 // exchange opens a connection from inside the namespace from to addr (network "tcp" or "udp"), sends a
@@ -320,12 +325,13 @@ func TestDeletedPodLeavesNothingOnTheNode(t *testing.T) {
 	ensureRaven(t)
 	nsName := newNamespace(t)
 	ann := createServingPods(t, nsName, "gone")["gone"]
+	netns := netnsPath(podNetns(nsName, "gone"))
 	if err := env.kube.CoreV1().Pods(nsName).Delete(context.Background(), "gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitPortGone(t, ann.ID, "the deleted pod's Neutron port")
 	eventually(t, time.Minute, "the pod's namespace and OVS port to go", func() (bool, error) {
-		_, err := os.Stat("/var/run/netns/" + podNetns(nsName, "gone"))
+		_, err := os.Stat(netns)
 		return errors.Is(err, os.ErrNotExist) && !contains(ovsPorts(t), tapOf(ann.ID)), nil
 	})
 	if _, err := netlink.LinkByName(tapOf(ann.ID)); err == nil {
@@ -343,6 +349,7 @@ func TestChaosNodeSideKillsDuringBurst(t *testing.T) {
 	const n = 12
 	names := make([]string, n)
 	done := make(chan struct{})
+	defer func() { <-done }() // the burst reports to t: it must end before the test does, even a failed one
 	go func() {
 		defer close(done)
 		for i := range n {
@@ -402,12 +409,12 @@ func onlyLivePodsOnTheNode(t *testing.T, nsName string, live map[string]*annotat
 				return false, fmt.Errorf("live pod's port %s has no OVS port", ann.ID)
 			}
 		}
-		entries, err := os.ReadDir("/var/run/netns")
+		pods, err := podsWithNetns(nsName)
 		if err != nil {
 			return false, err
 		}
-		for _, e := range entries {
-			if pod, ok := strings.CutPrefix(e.Name(), nsName+"_"); ok && live[pod] == nil {
+		for _, pod := range pods {
+			if live[pod] == nil {
 				return false, nil
 			}
 		}

@@ -486,7 +486,12 @@ func dump(t *testing.T, ns string) {
 	if env.raven != nil {
 		t.Logf("==== raven log (%s), last lines:\n%s", env.raven.logPath, tail(env.raven.logPath, 60))
 	}
-	for _, svc := range []string{"neutron-server", "octavia", "kube-controller-manager", "node-standin"} {
+	nodeSide := []string{"node-standin"}
+	if realNodes() {
+		nodeSide = []string{"kubelet-1", "containerd-1", "kube-scheduler"}
+		logCmd(t, "kubectl", "--kubeconfig="+env.vars["KUBECONFIG"], "-n", "raven-system", "logs", "--tail=30", "--prefix", "-l", "app.kubernetes.io/name=raven-node")
+	}
+	for _, svc := range append([]string{"neutron-server", "octavia", "kube-controller-manager"}, nodeSide...) {
 		t.Logf("==== %s log, last lines:\n%s", svc, tail(filepath.Join(env.vars["STACK_DIR"], "logs", svc+".log"), 15))
 	}
 }

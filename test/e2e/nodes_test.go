@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // On a stack with real nodes (STACK_NODE_RUNTIME=kubelet), pods are started by each node's kubelet and
@@ -115,6 +119,46 @@ func netnsOfSandbox(inspect []byte) (string, error) {
 	return "", fmt.Errorf("the sandbox has no network namespace of its own")
 }
 
+// podsWithNetns names the pods of the namespace that still have a network namespace on a node: on real nodes,
+// those with a ready sandbox (a stopped sandbox's namespace is gone), else the stand-in's namespaces.
+func podsWithNetns(ns string) ([]string, error) {
+	if !realNodes() {
+		entries, err := os.ReadDir("/var/run/netns")
+		if err != nil {
+			return nil, err
+		}
+		var pods []string
+		for _, e := range entries {
+			if pod, ok := strings.CutPrefix(e.Name(), ns+"_"); ok {
+				pods = append(pods, pod)
+			}
+		}
+		return pods, nil
+	}
+	var pods []string
+	for _, node := range []string{env.vars["STACK_NODE_NAME"], env.vars["STACK_NODE2_NAME"]} {
+		if node == "" {
+			continue
+		}
+		out, err := crictl(node, "pods", "--state=ready", "--namespace=^"+ns+"$", "-o", "json")
+		if err != nil {
+			return nil, err
+		}
+		var v struct {
+			Items []struct {
+				Metadata struct{ Name string } `json:"metadata"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal(out, &v); err != nil {
+			return nil, fmt.Errorf("parsing crictl pods: %w", err)
+		}
+		for _, it := range v.Items {
+			pods = append(pods, it.Metadata.Name)
+		}
+	}
+	return pods, nil
+}
+
 // podExec runs the command in the pod's first container through the API server and the kubelet.
 func podExec(t testing.TB, ns, pod string, command ...string) {
 	t.Helper()
@@ -164,4 +208,138 @@ func switchableReadiness(spec *corev1.PodSpec) {
 		PeriodSeconds:    1,
 		FailureThreshold: 1,
 	}
+}
+
+// ravenNodes takes raven-node off every node, or puts it back and waits until it is Ready on each, as an
+// operator would: a nodeSelector no node matches on its DaemonSet, then none.
+func ravenNodes(on bool) error {
+	ctx := context.Background()
+	patch := `{"spec":{"template":{"spec":{"nodeSelector":{"raven.io/e2e-raven-node-off":"true"}}}}}`
+	if on {
+		patch = `{"spec":{"template":{"spec":{"nodeSelector":null}}}}`
+	}
+	ds := env.kube.AppsV1().DaemonSets("raven-system")
+	if _, err := ds.Patch(ctx, "raven-node", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		d, err := ds.Get(ctx, "raven-node", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pods, err := env.kube.CoreV1().Pods("raven-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=raven-node"})
+		if err != nil {
+			return err
+		}
+		s := d.Status
+		if !on && len(pods.Items) == 0 {
+			return nil
+		}
+		if on && s.ObservedGeneration == d.Generation && s.DesiredNumberScheduled > 0 && s.NumberReady == s.DesiredNumberScheduled &&
+			s.UpdatedNumberScheduled == s.DesiredNumberScheduled && len(pods.Items) == int(s.DesiredNumberScheduled) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("raven-node (on=%v) not settled after 3 minutes: %+v, %d pods", on, s, len(pods.Items))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// sandboxOf is what the runtime knows of the pod's current sandbox: on real nodes from CRI, else the stand-in's
+// state file.
+func sandboxOf(t testing.TB, ns, name string) sandboxState {
+	t.Helper()
+	if !realNodes() {
+		return standinState(t, ns, name)
+	}
+	pod, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := crictl(pod.Spec.NodeName, "pods", "--state=ready", "--label=io.kubernetes.pod.uid="+string(pod.UID), "-q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := strings.Fields(string(out))
+	if len(ids) == 0 {
+		t.Fatalf("pod %s/%s has no ready sandbox", ns, name)
+	}
+	netns, err := sandboxNetns(ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sandboxState{Namespace: ns, Name: name, UID: string(pod.UID), Netns: netns, ID: ids[0], IfName: "eth0"}
+}
+
+// sandboxFailures counts the kubelet's FailedCreatePodSandBox events for the pod: each is a failed ADD that
+// the kubelet will retry.
+func sandboxFailures(ns, name string) (int, error) {
+	evs, err := env.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + name + ",reason=FailedCreatePodSandBox"})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range evs.Items {
+		n += max(int(e.Count), 1)
+	}
+	return n, nil
+}
+
+// cniAfterTheDaemonWasDownOnRealNodes is TestCNIAfterTheDaemonWasDown with a kubelet and containerd: the
+// kubelet retries the ADD that failed while raven-node was off, and the DEL of a pod deleted meanwhile, which
+// then leaves nothing on the node; DEL is idempotent, and a DEL for an older sandbox of a live pod leaves it
+// plugged.
+func cniAfterTheDaemonWasDownOnRealNodes(t *testing.T) {
+	ctx := context.Background()
+	nsName := newNamespace(t)
+	anns := createServingPods(t, nsName, "stay", "gone")
+	stay, gone := anns["stay"], anns["gone"]
+	goneSandbox := sandboxOf(t, nsName, "gone")
+	stayAddr := net.JoinHostPort(stay.FixedIPs[0].IPAddress, "80")
+
+	stopStackService(t, "raven-node")
+	if _, err := env.kube.CoreV1().Pods(nsName).Create(ctx, servingPod("late"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the kubelet to report the late pod's failed ADD", func() (bool, error) {
+		n, err := sandboxFailures(nsName, "late")
+		return n > 0, err
+	})
+	if err := env.kube.CoreV1().Pods(nsName).Delete(ctx, "gone", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	if !contains(ovsPorts(t), tapOf(gone.ID)) {
+		t.Fatal("the deleted pod's OVS port went while raven-node was off: the retried DEL would not be tested")
+	}
+
+	stackService(t, "start-service", "raven-node")
+	waitPodReady(t, nsName, "late", 3*time.Minute)
+	_, late := portAnnotation(t, nsName, "late")
+	expectAnswer(t, podNetns(nsName, "stay"), "tcp", net.JoinHostPort(late.FixedIPs[0].IPAddress, "80"), "late")
+	expectAnswer(t, podNetns(nsName, "late"), "udp", stayAddr, "stay")
+	eventually(t, 2*time.Minute, "the kubelet's retried DEL to remove the deleted pod's OVS port, veth and namespace", func() (bool, error) {
+		_, linkErr := netlink.LinkByName(tapOf(gone.ID))
+		_, nsErr := os.Stat(goneSandbox.Netns)
+		return !contains(ovsPorts(t), tapOf(gone.ID)) && linkErr != nil && errors.Is(nsErr, os.ErrNotExist), nil
+	})
+	if n := count(ovsPorts(t), tapOf(late.ID)); n != 1 {
+		t.Errorf("the late pod has %d OVS ports after its failed and retried ADDs, want 1", n)
+	}
+	for i := range 2 {
+		if err := cniDel(t, goneSandbox); err != nil {
+			t.Errorf("DEL %d of a gone pod's sandbox: %v", i+1, err)
+		}
+	}
+	older := sandboxOf(t, nsName, "stay")
+	older.ID = strings.Repeat("0", 64)
+	if err := cniDel(t, older); err != nil {
+		t.Errorf("DEL of an older sandbox of a live pod: %v", err)
+	}
+	if !contains(ovsPorts(t), tapOf(stay.ID)) {
+		t.Error("a DEL for an older sandbox unplugged the live pod")
+	}
+	expectAnswer(t, podNetns(nsName, "late"), "tcp", stayAddr, "stay")
 }

@@ -54,7 +54,7 @@ func addOnTheWrongNode(t testing.TB, nsName, portID string) {
 		t.Fatalf("ip netns add: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", stray.Netns).Run() })
-	c, list, rt := cniCall(t, "cni2", stray)
+	c, list, rt := cniCall(t, 2, stray)
 	start := time.Now()
 	_, err := c.AddNetworkList(context.Background(), list, rt)
 	if err == nil || !strings.Contains(err.Error(), "is scheduled to node "+env.vars["STACK_NODE_NAME"]) {
