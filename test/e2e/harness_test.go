@@ -249,6 +249,9 @@ func startRaven(t testing.TB, o ravenOpts) *Raven {
 	args = append(args, o.args...)
 	r.cmd = exec.Command(env.ravenBin, args...)
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
+	// Raven dies with the test binary, even one that panicked: a Raven left over would keep writing to the
+	// stack beside the next run's (two controllers remaking each other's ports).
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
