@@ -6,8 +6,9 @@
 #   Neutron (ML2/OVN, router, security groups, tags) and Octavia from Debian: its OVN provider (real load balancing
 #   in OVN, with the driver agent) on the stack that holds the root namespace's datapath, else the amphora provider
 #   with noop drivers (STACK_LB_PROVIDER=ovn|amphora chooses),
-#   Keystone when STACK_KEYSTONE=1, and the node stand-in that plays the kubelet's part
-#   (with raven-node and the raven-cni plugin unless STACK_CNI=0).
+#   Keystone when STACK_KEYSTONE=1, and two real nodes: a kubelet with containerd each, kube-scheduler, and
+#   raven-node as the DaemonSet of deploy/node (hack/stack-nodes.sh); with STACK_NODE_RUNTIME=standin or without
+#   the node side (STACK_CNI=0), the node stand-in plays the kubelet's part instead.
 #
 # Usage: hack/stack.sh up | down | status | stop-service NAME | start-service NAME
 # State lives in $STACK_DIR (default .stack/ in the repository); .stack/env is shell-sourceable.
@@ -21,7 +22,7 @@ PY=/usr/bin/python3
 CLUSTER_ID=${RAVEN_CLUSTER_ID:-local}
 # What runs the nodes: standin (hack/node-standin plays kubelet, scheduler and runtime) or kubelet (a real kubelet
 # with containerd on each node, kube-scheduler, raven-node as the DaemonSet of deploy/node; hack/stack-nodes.sh).
-NODE_RUNTIME=${STACK_NODE_RUNTIME:-standin}
+NODE_RUNTIME=${STACK_NODE_RUNTIME:-kubelet}
 case $NODE_RUNTIME in
   standin) NODE_NAME=${STACK_NODE_NAME:-standin-node} NODE2_NAME=${NODE_NAME}-2 ;;
   kubelet) NODE_NAME=${STACK_NODE_NAME:-node-1} NODE2_NAME=${STACK_NODE2_NAME:-node-2} ;;

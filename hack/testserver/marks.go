@@ -38,6 +38,10 @@ func setMark(mark string) error {
 		}
 		return nil
 	case "unready":
+		// The image has no /tmp of its own: an image built from binaries alone has only their paths.
+		if err := os.MkdirAll(filepath.Dir(unreadyMark), 0o1777); err != nil {
+			return err
+		}
 		return os.WriteFile(unreadyMark, nil, 0o644)
 	case "hung":
 		return syscall.Kill(1, hangSignal)

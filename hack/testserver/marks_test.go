@@ -13,7 +13,7 @@ import (
 )
 
 func TestMarksSwitchTheProbe(t *testing.T) {
-	unreadyMark = filepath.Join(t.TempDir(), "unready")
+	unreadyMark = filepath.Join(t.TempDir(), "tmp", "unready") // a directory that does not exist yet, as /tmp in the image
 	steps := []struct {
 		mark      string
 		wantReady bool

@@ -80,6 +80,7 @@ func netpolCluster(t *testing.T) netpol.Cluster {
 			for _, cp := range netpol.PodPorts(name) {
 				p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{Name: cp.Name, ContainerPort: cp.Port, Protocol: cp.Protocol})
 			}
+			serveDeclaredPorts(&p.Spec)
 			if _, err := env.kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}

@@ -273,23 +273,26 @@ func sandboxOf(t testing.TB, ns, name string) sandboxState {
 	return sandboxState{Namespace: ns, Name: name, UID: string(pod.UID), Netns: netns, ID: ids[0], IfName: "eth0"}
 }
 
-// sandboxFailures counts the kubelet's FailedCreatePodSandBox events for the pod: each is a failed ADD that
-// the kubelet will retry.
-func sandboxFailures(ns, name string) (int, error) {
-	evs, err := env.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
-		FieldSelector: "involvedObject.name=" + name + ",reason=FailedCreatePodSandBox"})
+// sandboxHeld counts the kubelet's Warning events that hold the pod's sandbox back for its network: a failed
+// ADD (FailedCreatePodSandBox), or none tried while the plugin's STATUS says the network is not ready
+// (NetworkNotReady). The kubelet retries either.
+func sandboxHeld(ns, name string) (int, error) {
+	evs, err := env.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, e := range evs.Items {
-		n += max(int(e.Count), 1)
+		if e.Reason == "FailedCreatePodSandBox" || e.Reason == "NetworkNotReady" {
+			n += max(int(e.Count), 1)
+		}
 	}
 	return n, nil
 }
 
-// cniAfterTheDaemonWasDownOnRealNodes is TestCNIAfterTheDaemonWasDown with a kubelet and containerd: the
-// kubelet retries the ADD that failed while raven-node was off, and the DEL of a pod deleted meanwhile, which
+// cniAfterTheDaemonWasDownOnRealNodes is TestCNIAfterTheDaemonWasDown with a kubelet and containerd: while
+// raven-node is off, the plugin's STATUS says the network is not ready, and the kubelet holds a new pod back
+// (or its ADD fails); it runs the pod once raven-node is back, and retries the DEL of a pod deleted meanwhile, which
 // then leaves nothing on the node; DEL is idempotent, and a DEL for an older sandbox of a live pod leaves it
 // plugged.
 func cniAfterTheDaemonWasDownOnRealNodes(t *testing.T) {
@@ -304,8 +307,8 @@ func cniAfterTheDaemonWasDownOnRealNodes(t *testing.T) {
 	if _, err := env.kube.CoreV1().Pods(nsName).Create(ctx, servingPod("late"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the kubelet to report the late pod's failed ADD", func() (bool, error) {
-		n, err := sandboxFailures(nsName, "late")
+	eventually(t, time.Minute, "the kubelet to hold the late pod back for its network", func() (bool, error) {
+		n, err := sandboxHeld(nsName, "late")
 		return n > 0, err
 	})
 	if err := env.kube.CoreV1().Pods(nsName).Delete(ctx, "gone", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
