@@ -72,7 +72,9 @@ func serveUntilDone(ctx context.Context, name string, ports []port) error {
 			return err
 		}
 		stop()
-		<-done
+		if err := <-done; err != nil {
+			return err
+		}
 		logger.Info("Hung: sockets closed until --mark=serving")
 		if err := waitFor(ctx, switches, resumeSignal, nil); err != nil || ctx.Err() != nil {
 			return err

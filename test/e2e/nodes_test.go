@@ -50,8 +50,8 @@ func crictl(node string, args ...string) ([]byte, error) {
 	}
 	cmd := exec.Command(filepath.Join(env.vars["STACK_NODE_BINS"], "crictl"), append([]string{"--runtime-endpoint=" + ep, "--timeout=10s"}, args...)...)
 	out, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return nil, fmt.Errorf("crictl %s: %v: %s", strings.Join(args, " "), err, ee.Stderr)
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		return nil, fmt.Errorf("crictl %s: %w: %s", strings.Join(args, " "), err, ee.Stderr)
 	}
 	return out, err
 }
