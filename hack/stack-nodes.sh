@@ -319,4 +319,9 @@ stop_nodes() {
   if [[ -f $STACK_DIR/lo-addrs ]]; then
     while read -r m; do ip addr del "$m" dev lo 2>/dev/null || true; done <"$STACK_DIR/lo-addrs"
   fi
+  local left
+  left=$(findmnt -rn -o TARGET | grep -cF "$STACK_DIR/nodes" || true)
+  ((left == 0)) || log "WARNING: $left mounts left under $STACK_DIR/nodes"
+  left=$(find /sys/fs/cgroup/*/ -maxdepth 1 -type d -name "raven-$(node_tag)-n*" 2>/dev/null | wc -l)
+  ((left == 0)) || log "WARNING: $left cgroups left (/sys/fs/cgroup/*/raven-$(node_tag)-n*)"
 }

@@ -126,6 +126,10 @@ stop_service() {
   for _ in $(seq 100); do alive "$f" || break; sleep 0.1; done
   kill -KILL -- "-$pid" 2>/dev/null || true
   pkill -KILL -g "$pid" 2>/dev/null || true
+  # A killed process is gone only once the kernel has torn it down: a start-service right after would find it
+  # still alive (an API server with kubelets' watches outlives the 10 s of TERM) and start nothing.
+  for _ in $(seq 100); do alive "$f" || break; sleep 0.1; done
+  alive "$f" && die "$1 (PID $pid) still runs after SIGKILL"
   log "stopped $1"
 }
 
