@@ -584,6 +584,10 @@ ENV
     printf 'export CONTAINER_RUNTIME_ENDPOINT=unix://%s\nexport STACK_REGISTRY=%s\nexport STACK_IMAGES_VERSION=%s\nexport STACK_NODE_BINS=%s\n' \
       "$(node_dir "$NODE_NAME")/run/containerd.sock" "$REGISTRY_ADDR" "$IMAGES_VERSION" "$NODE_BINS" >>"$STACK_DIR/env"
     ((nodes >= 2)) && printf 'export STACK_NODE2_RUNTIME_ENDPOINT=unix://%s\n' "$(node_dir "$NODE2_NAME")/run/containerd.sock" >>"$STACK_DIR/env"
+    # crictl (and ctr, kubelet, containerd) on the PATH; crictl's own config names node 1's runtime.
+    printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 10\n' "$(node_dir "$NODE_NAME")/run/containerd.sock" \
+      "$(node_dir "$NODE_NAME")/run/containerd.sock" >"$STACK_DIR/crictl.yaml"
+    printf 'export CRI_CONFIG_FILE=%s\nexport PATH=%s:$PATH\n' "$STACK_DIR/crictl.yaml" "$NODE_BINS" >>"$STACK_DIR/env"
     log "stack is up in $((SECONDS - t0)) s; use it with: . $STACK_DIR/env"
     return 0
   fi
