@@ -35,16 +35,22 @@ var (
 
 func stackService(t testing.TB, verb, name string) {
 	t.Helper()
+	if err := switchStackService(verb, name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// switchStackService runs hack/stack.sh's stop-service or start-service; on real nodes raven-node is not a
+// service of the stack but a DaemonSet, which ravenNodes takes off the nodes and puts back.
+func switchStackService(verb, name string) error {
 	if realNodes() && name == "raven-node" {
-		if err := ravenNodes(verb == "start-service"); err != nil {
-			t.Fatal(err)
-		}
-		return
+		return ravenNodes(verb == "start-service")
 	}
 	out, err := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), verb, name).CombinedOutput()
 	if err != nil {
-		t.Fatalf("stack %s %s: %v\n%s", verb, name, err, out)
+		return fmt.Errorf("stack %s %s: %w\n%s", verb, name, err, out)
 	}
+	return nil
 }
 
 func report(t testing.TB, format string, args ...any) {

@@ -18,6 +18,8 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/vishvananda/netlink"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // sandboxState is what the node stand-in (the container runtime here) records for a pod's sandbox.
@@ -95,13 +97,31 @@ func cniCall(t testing.TB, node int, s sandboxState) (*libcni.CNIConfig, *libcni
 func stopStackService(t testing.TB, name string) {
 	t.Helper()
 	stackService(t, "stop-service", name)
-	t.Cleanup(func() {
-		if realNodes() && name == "raven-node" {
-			_ = ravenNodes(true)
-			return
+	t.Cleanup(func() { _ = switchStackService("start-service", name) })
+}
+
+// checkDELsAfterTheDaemonWasDown is the end of TestCNIAfterTheDaemonWasDown on either kind of node: the late pod
+// has one OVS port after its held or failed ADDs, DEL of the gone pod's sandbox succeeds twice, and a DEL for
+// an older sandbox of the live pod stay leaves it plugged and answering.
+func checkDELsAfterTheDaemonWasDown(t *testing.T, nsName string, stay, late *annotations.Port, gone sandboxState) {
+	t.Helper()
+	if n := count(ovsPorts(t), tapOf(late.ID)); n != 1 {
+		t.Errorf("the late pod has %d OVS ports after its failed and retried ADDs, want 1", n)
+	}
+	for i := range 2 {
+		if err := cniDel(t, gone); err != nil {
+			t.Errorf("DEL %d of a gone pod's sandbox: %v", i+1, err)
 		}
-		_ = exec.Command(filepath.Join(env.repo, "hack/stack.sh"), "start-service", name).Run()
-	})
+	}
+	older := sandboxOf(t, nsName, "stay")
+	older.ID = strings.Repeat("0", 64)
+	if err := cniDel(t, older); err != nil {
+		t.Errorf("DEL of an older sandbox of a live pod: %v", err)
+	}
+	if !contains(ovsPorts(t), tapOf(stay.ID)) {
+		t.Error("a DEL for an older sandbox unplugged the live pod")
+	}
+	expectAnswer(t, podNetns(nsName, "late"), "tcp", net.JoinHostPort(stay.FixedIPs[0].IPAddress, "80"), "stay")
 }
 
 // forgetSandbox does what a runtime that lost a sandbox leaves done: its server, state and namespace are
@@ -186,26 +206,7 @@ func TestCNIAfterTheDaemonWasDown(t *testing.T) {
 	if _, err := netlink.LinkByName(tapOf(gone.ID)); err == nil {
 		t.Errorf("the host end %s of the forgotten pod's veth is left", tapOf(gone.ID))
 	}
-	if n := count(ovsPorts(t), tapOf(late.ID)); n != 1 {
-		t.Errorf("the late pod has %d OVS ports after its failed and retried ADDs, want 1", n)
-	}
-
-	// DEL twice for the gone pod's sandbox: both succeed.
-	for i := range 2 {
-		if err := cniDel(t, goneSandbox); err != nil {
-			t.Errorf("DEL %d of a gone pod's sandbox: %v", i+1, err)
-		}
-	}
-	// A DEL for an older sandbox of a live pod changes nothing.
-	older := standinState(t, nsName, "stay")
-	older.ID = strings.Repeat("0", 64)
-	if err := cniDel(t, older); err != nil {
-		t.Errorf("DEL of an older sandbox of a live pod: %v", err)
-	}
-	if !contains(ovsPorts(t), tapOf(stay.ID)) {
-		t.Error("a DEL for an older sandbox unplugged the live pod")
-	}
-	expectAnswer(t, podNetns(nsName, "late"), "tcp", stayAddr, "stay")
+	checkDELsAfterTheDaemonWasDown(t, nsName, stay, late, goneSandbox)
 	if _, err := os.Stat(filepath.Join("/var/run/netns", goneSandbox.Netns)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the forgotten pod's namespace %s is still there", goneSandbox.Netns)
 	}

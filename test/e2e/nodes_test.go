@@ -74,27 +74,36 @@ func sandboxNetns(ns, name string) (string, error) {
 			return v.(string), nil
 		}
 	}
-	if pod.Spec.NodeName == "" {
-		return "", fmt.Errorf("pod %s/%s is not scheduled", ns, name)
-	}
-	out, err := crictl(pod.Spec.NodeName, "pods", "--state=ready", "--label=io.kubernetes.pod.uid="+string(pod.UID), "-q")
+	_, path, err := readySandbox(pod)
 	if err != nil {
 		return "", err
-	}
-	ids := strings.Fields(string(out))
-	if len(ids) == 0 {
-		return "", fmt.Errorf("pod %s/%s has no ready sandbox on %s", ns, name, pod.Spec.NodeName)
-	}
-	out, err = crictl(pod.Spec.NodeName, "inspectp", "-o", "json", ids[0])
-	if err != nil {
-		return "", err
-	}
-	path, err := netnsOfSandbox(out)
-	if err != nil {
-		return "", fmt.Errorf("pod %s/%s: %w", ns, name, err)
 	}
 	sandboxes.Store(pod.UID, path)
 	return path, nil
+}
+
+// readySandbox returns the ID and the network namespace path of the pod's ready sandbox on its node.
+func readySandbox(pod *corev1.Pod) (id, netns string, err error) {
+	if pod.Spec.NodeName == "" {
+		return "", "", fmt.Errorf("pod %s/%s is not scheduled", pod.Namespace, pod.Name)
+	}
+	out, err := crictl(pod.Spec.NodeName, "pods", "--state=ready", "--label=io.kubernetes.pod.uid="+string(pod.UID), "-q")
+	if err != nil {
+		return "", "", err
+	}
+	ids := strings.Fields(string(out))
+	if len(ids) == 0 {
+		return "", "", fmt.Errorf("pod %s/%s has no ready sandbox on %s", pod.Namespace, pod.Name, pod.Spec.NodeName)
+	}
+	out, err = crictl(pod.Spec.NodeName, "inspectp", "-o", "json", ids[0])
+	if err != nil {
+		return "", "", err
+	}
+	netns, err = netnsOfSandbox(out)
+	if err != nil {
+		return "", "", fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return ids[0], netns, nil
 }
 
 // netnsOfSandbox reads the network namespace path out of `crictl inspectp -o json`.
@@ -162,10 +171,7 @@ func podsWithNetns(ns string) ([]string, error) {
 // podExec runs the command in the pod's first container through the API server and the kubelet.
 func podExec(t testing.TB, ns, pod string, command ...string) {
 	t.Helper()
-	args := append([]string{"--kubeconfig=" + env.vars["KUBECONFIG"], "-n", ns, "exec", pod, "--"}, command...)
-	if out, err := exec.Command("kubectl", args...).CombinedOutput(); err != nil {
-		t.Fatalf("kubectl exec %s/%s %v: %v: %s", ns, pod, command, err, out)
-	}
+	kubectl(t, append([]string{"-n", ns, "exec", pod, "--"}, command...)...)
 }
 
 // waitDefaultServiceAccount waits for the namespace's default ServiceAccount, without which the API server
@@ -258,19 +264,11 @@ func sandboxOf(t testing.TB, ns, name string) sandboxState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := crictl(pod.Spec.NodeName, "pods", "--state=ready", "--label=io.kubernetes.pod.uid="+string(pod.UID), "-q")
+	id, netns, err := readySandbox(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := strings.Fields(string(out))
-	if len(ids) == 0 {
-		t.Fatalf("pod %s/%s has no ready sandbox", ns, name)
-	}
-	netns, err := sandboxNetns(ns, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sandboxState{Namespace: ns, Name: name, UID: string(pod.UID), Netns: netns, ID: ids[0], IfName: "eth0"}
+	return sandboxState{Namespace: ns, Name: name, UID: string(pod.UID), Netns: netns, ID: id, IfName: "eth0"}
 }
 
 // sandboxHeld counts the kubelet's Warning events that hold the pod's sandbox back for its network: a failed
@@ -328,21 +326,5 @@ func cniAfterTheDaemonWasDownOnRealNodes(t *testing.T) {
 		_, nsErr := os.Stat(goneSandbox.Netns)
 		return !contains(ovsPorts(t), tapOf(gone.ID)) && linkErr != nil && errors.Is(nsErr, os.ErrNotExist), nil
 	})
-	if n := count(ovsPorts(t), tapOf(late.ID)); n != 1 {
-		t.Errorf("the late pod has %d OVS ports after its failed and retried ADDs, want 1", n)
-	}
-	for i := range 2 {
-		if err := cniDel(t, goneSandbox); err != nil {
-			t.Errorf("DEL %d of a gone pod's sandbox: %v", i+1, err)
-		}
-	}
-	older := sandboxOf(t, nsName, "stay")
-	older.ID = strings.Repeat("0", 64)
-	if err := cniDel(t, older); err != nil {
-		t.Errorf("DEL of an older sandbox of a live pod: %v", err)
-	}
-	if !contains(ovsPorts(t), tapOf(stay.ID)) {
-		t.Error("a DEL for an older sandbox unplugged the live pod")
-	}
-	expectAnswer(t, podNetns(nsName, "late"), "tcp", stayAddr, "stay")
+	checkDELsAfterTheDaemonWasDown(t, nsName, stay, late, goneSandbox)
 }
