@@ -20,9 +20,6 @@ REGISTRY_ADDR=""
 # node_dir NAME: the node's directory.
 node_dir() { echo "$STACK_DIR/nodes/$1"; }
 
-# node_tag: the cgroup roots' stack tag (one stack per $STACK_DIR).
-node_tag() { printf %s "$STACK_DIR" | sha1sum | cut -c1-6; }
-
 # node_images: the images' version and directory, built by `make images` (its binaries are static).
 node_images() {
   log "building the images (raven, raven-node, the test server and the pause image; make images)"
@@ -65,7 +62,7 @@ start_registry() {
 # node_cgroups I: the node's cgroup root in every v1 controller; cpuset needs its CPUs and memory nodes set
 # before anything can join it.
 node_cgroups() {
-  local root=/raven-$(node_tag)-n$1 c
+  local root=/raven-$(stack_tag)-n$1 c
   for c in /sys/fs/cgroup/*/; do
     c=${c%/}
     [[ $(basename "$c") == unified ]] && continue
@@ -80,7 +77,7 @@ node_cgroups() {
 # remove_cgroups: every process left in the stack's cgroup roots is killed, then the cgroups go, deepest first.
 remove_cgroups() {
   local tag dirs d
-  tag=$(node_tag)
+  tag=$(stack_tag)
   for _ in 1 2 3; do
     dirs=$(find /sys/fs/cgroup/*/ -maxdepth 1 -type d -name "raven-$tag-n*" 2>/dev/null)
     [[ -n $dirs ]] || return 0
@@ -322,6 +319,6 @@ stop_nodes() {
   local left
   left=$(findmnt -rn -o TARGET | grep -cF "$STACK_DIR/nodes" || true)
   ((left == 0)) || log "WARNING: $left mounts left under $STACK_DIR/nodes"
-  left=$(find /sys/fs/cgroup/*/ -maxdepth 1 -type d -name "raven-$(node_tag)-n*" 2>/dev/null | wc -l)
-  ((left == 0)) || log "WARNING: $left cgroups left (/sys/fs/cgroup/*/raven-$(node_tag)-n*)"
+  left=$(find /sys/fs/cgroup/*/ -maxdepth 1 -type d -name "raven-$(stack_tag)-n*" 2>/dev/null | wc -l)
+  ((left == 0)) || log "WARNING: $left cgroups left (/sys/fs/cgroup/*/raven-$(stack_tag)-n*)"
 }

@@ -52,6 +52,10 @@ TUNNEL1=169.254.100.1 TUNNEL2=169.254.100.2
 log() { printf '[stack %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
+# stack_tag: six hex digits that tell this stack's namespaces and cgroups from another's (one stack per
+# $STACK_DIR).
+stack_tag() { printf %s "$STACK_DIR" | sha1sum | cut -c1-6; }
+
 # shellcheck source=hack/stack-nodes.sh
 . "$REPO/hack/stack-nodes.sh"
 
@@ -184,7 +188,7 @@ choose_datapath_netns() {
   fi
   [[ -n $busy ]] || busy=" netns $OUTSIDE_NS"
   local tag
-  tag=$(printf %s "$STACK_DIR" | sha1sum | cut -c1-6)
+  tag=$(stack_tag)
   CHASSIS_NS=raven-node-$tag OUTSIDE_NS=raven-outside-$tag
   log "the root network namespace's datapath is taken (${busy# }: another stack, or leftovers of one); this stack's goes into netns $CHASSIS_NS"
   local ns
