@@ -64,28 +64,19 @@ bench: ## Benchmark on the real stack (control plane, STACK_CNI=0): its own floo
 .PHONY: bench-node
 # The node benchmark needs the node side: a stack it starts itself has it.
 bench-node: export STACK_CNI ?= 1
-# Its floors and published figures were measured on the node stand-in; it stays there until they are measured
-# again on kubelets.
-bench-node: export STACK_NODE_RUNTIME ?= standin
-bench-node: ## Node benchmark (STACK_CNI=1): created → answered with pools off, warm, and warm per node, beside Neutron's and the plug's floors; CPU and RSS per node component (bench/results/node/).
+bench-node: ## Node benchmark (real nodes): created → answered with pools off, warm, and warm per node, beside Neutron's, the node's (floor-cni) and Kubernetes' floors; CPU and RSS per component (bench/results/node/).
 	@mkdir -p $(BIN) bench/results/node
 	$(call bench_run,TestBenchmarkNode,bench-node)
 
 .PHONY: bench-services
 # Services carry traffic only on the ovn provider, which needs the node side: a stack it starts itself has both.
 bench-services: export STACK_CNI ?= 1
-# Its floors and published figures were measured on the node stand-in; it stays there until they are measured
-# again on kubelets.
-bench-services: export STACK_NODE_RUNTIME ?= standin
 bench-services: ## Service benchmark (STACK_CNI=1, ovn provider): 100 endpoints, endpoint churn, 100 ports, each beside a load balancer built by hand (bench/results/services/).
 	@mkdir -p $(BIN) bench/results/services
 	$(call bench_run,TestBenchmarkServices,bench-services)
 
 .PHONY: bench-netpol
 bench-netpol: export STACK_CNI ?= 1
-# Its floors and published figures were measured on the node stand-in; it stays there until they are measured
-# again on kubelets.
-bench-netpol: export STACK_NODE_RUNTIME ?= standin
 bench-netpol: ## NetworkPolicy benchmark (STACK_CNI=1): rule by hand → enforced (the floor) beside policy created/deleted and pod labelled → enforced; Neutron rules of a policy at 10, 100, 200, 300 pods (bench/results/netpol/).
 	@mkdir -p $(BIN) bench/results/netpol
 	$(call bench_run,TestBenchmarkNetworkPolicy,bench-netpol)

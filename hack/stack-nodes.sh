@@ -1,21 +1,32 @@
-# Sourced by hack/stack.sh: the real nodes of the local stack (STACK_NODE_RUNTIME=kubelet). Each node is a kubelet
-# with a containerd and runc of its own (hack/build-node.sh), on this one machine:
+# Sourced by hack/stack.sh: the nodes of the local stack. Each node is a kubelet with a containerd and runc of its
+# own (hack/build-node.sh), on this one machine:
 #   - its own directory $STACK_DIR/nodes/<node>: containerd's root, state and socket, the kubelet's root dir and pod
 #     logs, the CNI bin and conf dirs that raven-node fills, raven-node's socket, links to the node's Open vSwitch
 #     and OVN run dirs, and datapath-netns, a bind mount of the network namespace its ovs-vswitchd runs in;
 #   - its own cgroup root /raven-<tag>-n<i> in every v1 controller (two kubelets sharing /kubepods kill each
 #     other's pods);
-#   - its own address, 10.255.255.<i>/32 on lo (a kubelet refuses a loopback node IP), where the API server
-#     reaches it for logs and exec;
+#   - its own address, 10.255.<n>.<i>/32 on lo (a kubelet refuses a loopback node IP), where the API server
+#     reaches it for logs and exec: n is 255 on the stack that holds the root namespace's datapath, and one of
+#     its own (from its tag) on another stack, whose one node's datapath is that stack's network namespace;
 #   - one registry on 127.0.0.1 (hack/images serve) that every containerd uses as the mirror of every registry
 #     name, holding the images `make images` builds: Raven's, the test server (also as nginx) and the pause image.
 # kube-scheduler places pods; the second node is tainted NoSchedule, so that pods go there only when they ask
-# for it by name, as with the stand-in. raven-node runs on both as the DaemonSet of deploy/node, through the
+# for it by name or tolerate the taint. raven-node runs on both as the DaemonSet of deploy/node, through the
 # overlay in $STACK_DIR/deploy/node, which changes only what an operator changes for this machine: the image
 # tags, the API server's address, and the host paths of the Open vSwitch sockets and CNI dirs.
+# A stack without the node side (STACK_CNI=0) has hollow nodes instead (start_hollow_nodes).
 
-NODE_NET=10.255.255
+NODE_NET=""
 REGISTRY_ADDR=""
+
+# node_net: the first three octets of the nodes' addresses (see above).
+node_net() {
+  if [[ -z $CHASSIS_NS ]]; then
+    echo 10.255.255
+  else
+    echo "10.255.$((16#$(stack_tag | cut -c1-2) % 250 + 1))"
+  fi
+}
 
 # node_dir NAME: the node's directory.
 node_dir() { echo "$STACK_DIR/nodes/$1"; }
@@ -90,10 +101,11 @@ remove_cgroups() {
   done
 }
 
-# node_netns_file I DIR: DIR/datapath-netns becomes the node's datapath namespace (the root one for the first
-# node, the second node's for the second), a path raven-node can be given whichever node it runs on.
+# node_netns_file I DIR: DIR/datapath-netns becomes the node's datapath namespace (for the first node the root
+# one, or this stack's when another stack holds the root one; the second node's for the second), a path raven-node can be given whichever node it runs on.
 node_netns_file() {
   local f=$2/datapath-netns src=/proc/self/ns/net
+  [[ -n $CHASSIS_NS ]] && src=/var/run/netns/$CHASSIS_NS
   (($1 == 2)) && src=/var/run/netns/$NODE2_NS
   touch "$f"
   mount --bind "$src" "$f"
@@ -205,6 +217,7 @@ start_node() {
 # start_nodes: the nodes' shared parts, then each node, the scheduler, and raven-node on every node.
 start_nodes() {
   local nodes=$1 kp=$2
+  NODE_NET=$(node_net)
   mkdir -p "$STACK_DIR/nodes"
   # Shared, so that the network namespaces containerd mounts under a node's state dir after raven-node's
   # container started appear in it (its hostPath mount is HostToContainer); / is a private mount here.
@@ -219,6 +232,27 @@ start_nodes() {
   wait_for kubelet-1 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE_NAME"
   ((nodes >= 2)) && wait_for kubelet-2 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE2_NAME"
   install_raven_node "$nodes"
+}
+
+# start_hollow_nodes PORT: for a stack without the node side (STACK_CNI=0: the control-plane benchmark),
+# kube-scheduler and the first node as a Node object that no kubelet runs, with room for the benchmark's pods
+# (its cold start holds a thousand). Pods are bound to it and never run: what Raven does for them is all control
+# plane. Nothing marks the node unreachable (no node-lifecycle controller on such a stack).
+start_hollow_nodes() {
+  local kp=$1
+  start kube-scheduler "$NODE_BINS/kube-scheduler" --kubeconfig="$STACK_DIR/kubeconfig" --leader-elect=false \
+    --bind-address=127.0.0.1 --secure-port="$kp"
+  wait_for kube-scheduler 60 curl -sf -k "https://127.0.0.1:$kp/healthz"
+  KUBECONFIG=$STACK_DIR/kubeconfig kubectl apply -f - >>"$STACK_DIR/logs/install.log" <<N
+apiVersion: v1
+kind: Node
+metadata:
+  name: $NODE_NAME
+  labels: {kubernetes.io/hostname: $NODE_NAME, kubernetes.io/os: linux, raven.io/hollow: "true"}
+N
+  local room='{"pods": "5000", "cpu": "64", "memory": "512Gi"}'
+  KUBECONFIG=$STACK_DIR/kubeconfig kubectl patch node "$NODE_NAME" --subresource=status --type=merge \
+    -p "{\"status\": {\"capacity\": $room, \"allocatable\": $room}}" >>"$STACK_DIR/logs/install.log"
 }
 
 # install_raven_node: deploy/node through the local overlay, then waits until raven-node is Ready on every node

@@ -6,9 +6,10 @@
 #   Neutron (ML2/OVN, router, security groups, tags) and Octavia from Debian: its OVN provider (real load balancing
 #   in OVN, with the driver agent) on the stack that holds the root namespace's datapath, else the amphora provider
 #   with noop drivers (STACK_LB_PROVIDER=ovn|amphora chooses),
-#   Keystone when STACK_KEYSTONE=1, and two real nodes: a kubelet with containerd each, kube-scheduler, and
-#   raven-node as the DaemonSet of deploy/node (hack/stack-nodes.sh); with STACK_NODE_RUNTIME=standin or without
-#   the node side (STACK_CNI=0), the node stand-in plays the kubelet's part instead.
+#   Keystone when STACK_KEYSTONE=1, and real nodes: a kubelet with containerd each, kube-scheduler, and raven-node
+#   as the DaemonSet of deploy/node (hack/stack-nodes.sh); two on the stack that holds the root namespace's
+#   datapath, one on another. Without the node side (STACK_CNI=0, for the control-plane benchmark), the nodes are
+#   hollow: Node objects that kube-scheduler binds pods to and that no kubelet runs.
 #
 # Usage: hack/stack.sh up | down | status | stop-service NAME | start-service NAME
 # State lives in $STACK_DIR (default .stack/ in the repository); .stack/env is shell-sourceable.
@@ -20,14 +21,10 @@ K8S_VERSION=${K8S_VERSION:-v1.37.2}
 CACHE_ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/raven
 PY=/usr/bin/python3
 CLUSTER_ID=${RAVEN_CLUSTER_ID:-local}
-# What runs the nodes: standin (hack/node-standin plays kubelet, scheduler and runtime) or kubelet (a real kubelet
-# with containerd on each node, kube-scheduler, raven-node as the DaemonSet of deploy/node; hack/stack-nodes.sh).
-NODE_RUNTIME=${STACK_NODE_RUNTIME:-kubelet}
-case $NODE_RUNTIME in
-  standin) NODE_NAME=${STACK_NODE_NAME:-standin-node} NODE2_NAME=${NODE_NAME}-2 ;;
-  kubelet) NODE_NAME=${STACK_NODE_NAME:-node-1} NODE2_NAME=${STACK_NODE2_NAME:-node-2} ;;
-  *) echo "STACK_NODE_RUNTIME is standin or kubelet, not $NODE_RUNTIME" >&2; exit 2 ;;
-esac
+# What runs the nodes: kubelet (a real kubelet with containerd on each node, kube-scheduler, raven-node as the
+# DaemonSet of deploy/node), or hollow without the node side (hack/stack-nodes.sh).
+NODE_RUNTIME=kubelet
+NODE_NAME=${STACK_NODE_NAME:-node-1} NODE2_NAME=${STACK_NODE2_NAME:-node-2}
 export GOTOOLCHAIN=local
 
 # Open vSwitch and OVN: every daemon and every CLI call finds its sockets, pidfiles and databases here, never in
@@ -41,8 +38,8 @@ EXT_CIDR=172.24.4.0/24 EXT_GW=172.24.4.1
 CHASSIS_NS="" OUTSIDE_NS=""
 # The second node: a chassis of its own (ovsdb-server, ovs-vswitchd, ovn-controller) whose datapath is in the
 # network namespace raven-node2, joined to the first by a geneve tunnel between two br-phy bridges over a veth
-# pair. Its raven-node and node stand-in run in the root namespace (they need 127.0.0.1); raven-node puts the
-# host ends of the pods' veths into raven-node2 (--datapath-netns).
+# pair. Its kubelet and raven-node run in the root namespace (they need 127.0.0.1); raven-node puts the host
+# ends of the pods' veths into raven-node2 (--datapath-netns).
 NODE2_NS=raven-node2
 OVS2_RUNDIR=$STACK_DIR/ovs2 OVN2_RUNDIR=$STACK_DIR/ovn2
 OVS2_DB=unix:$OVS2_RUNDIR/db.sock
@@ -313,37 +310,6 @@ start_node2() {
   ip -n "$NODE2_NS" link set br-phy up
 }
 
-# start_node2_side: raven-node and the node stand-in of the second node. Its stand-in does not bind pods:
-# a pod runs there when it is created with spec.nodeName set to the second node.
-start_node2_side() {
-  mkdir -p "$STACK_DIR/run" "$STACK_DIR/cni2/bin" "$STACK_DIR/cni2/net.d"
-  start raven-node-2 "$STACK_DIR/bin/raven-node" --kubeconfig="$STACK_DIR/kubeconfig" --node-name="$NODE2_NAME" \
-    --socket="$STACK_DIR/run/cni-2.sock" --ovs-db="$OVS2_DB" --bridge=br-int --datapath-netns="/var/run/netns/$NODE2_NS" \
-    --install-cni-plugin="$STACK_DIR/bin/raven-cni" --cni-bin-dir="$STACK_DIR/cni2/bin" --cni-conf-dir="$STACK_DIR/cni2/net.d"
-  wait_for raven-node-2 60 test -S "$STACK_DIR/run/cni-2.sock"
-  start node-standin-2 env STACK_NETNS_FILE="$STACK_DIR/netns" "$STACK_DIR/bin/node-standin" --kubeconfig="$STACK_DIR/kubeconfig" \
-    --node-name="$NODE2_NAME" --state-dir="$STACK_DIR/node-standin-2" --bind-unscheduled=false \
-    --cni-conf-dir="$STACK_DIR/cni2/net.d" --cni-bin-dir="$STACK_DIR/cni2/bin"
-  wait_for node-standin-2 30 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE2_NAME"
-}
-
-# stop_sandboxes: kills the processes that serve in the node stand-in's pods and prints the pods' network
-# namespaces. The stand-in keeps one JSON file per pod in its state directory (netns, sandbox id, pid); a pod's
-# server runs in a process group of its own, so that it outlives a restart of the stand-in, and is only
-# killed while its command line still names its sandbox (a PID can be reused).
-stop_sandboxes() {
-  local f pid id ns
-  for f in "$STACK_DIR"/node-standin/*.json "$STACK_DIR"/node-standin-2/*.json; do
-    [[ -f $f ]] || continue
-    read -r pid id ns < <(jq -r '"\(.pid // 0) \(.id // "-") \(.netns // "")"' "$f" 2>/dev/null) || continue
-    if ((pid > 0)) && tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "--sandbox=$id"; then
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    [[ -n $ns ]] && echo "$ns"
-  done
-  return 0
-}
-
 # stop_node2: the second node's pods' host ends, bridges and switch go with its namespace, once its
 # ovn-controller (stopped with the other services before) and ovs-vswitchd are gone.
 stop_node2() {
@@ -360,8 +326,7 @@ stop_node2() {
 }
 
 # stop_datapath: with ovn-controller already stopped (it would create br-int again), deletes the namespaces of
-# the pods plugged into this stack's bridges, those of the node stand-in's sandboxes and every namespace in
-# $STACK_DIR/netns, the bridges, then stops ovs-vswitchd with --cleanup so that its persistent taps go too.
+# the pods plugged into this stack's bridges and every namespace in $STACK_DIR/netns, the bridges, then stops ovs-vswitchd with --cleanup so that its persistent taps go too.
 # After a crash of ovs-vswitchd, it deletes those taps itself, if this stack's datapath was the root namespace's.
 stop_datapath() {
   local where="" ns p id
@@ -370,7 +335,6 @@ stop_datapath() {
   CHASSIS_NS=""
   [[ $where != root ]] && CHASSIS_NS=$where
   local -a netns=()
-  mapfile -t netns < <(stop_sandboxes)
   stop_node2
   if alive "$STACK_DIR/pids/ovsdb-server.pid"; then
     # A pod's host-side veth is a port of br-int; its peer's namespace is the pod's.
@@ -427,21 +391,13 @@ up() {
   ln -s "$shm" "$STACK_DIR/state"
   mkdir -p "$OVS_DBDIR"
   choose_datapath_netns
-  if [[ $cni == 1 && -n $CHASSIS_NS ]]; then
-    log "no node side for this stack: another stack holds the root network namespace's datapath, so this one's is in $CHASSIS_NS, where raven-node (which needs 127.0.0.1) cannot run"
-    cni=0
+  if [[ $cni == 0 ]]; then
+    # A kubelet needs a network plugin to run pods; without one, pods are bound to nodes that never run them.
+    log "no node side (STACK_CNI=0): hollow nodes, which kube-scheduler binds pods to and no kubelet runs"
+    NODE_RUNTIME=hollow
   fi
-
-  if [[ $NODE_RUNTIME == kubelet && $cni == 0 ]]; then
-    # A kubelet needs a network plugin to run pods; without a node side, the stand-in plays the nodes' control
-    # plane part alone (it binds pods and reports them Ready with their port's IP), for control-plane benchmarks.
-    log "no node side (STACK_CNI=0): the node stand-in plays the nodes' control-plane part instead of kubelets"
-    NODE_RUNTIME=standin NODE_NAME=${STACK_NODE_NAME:-standin-node} NODE2_NAME=${STACK_NODE_NAME:-standin-node}-2
-  fi
-  if [[ $NODE_RUNTIME == kubelet ]]; then
-    NODE_BINS=$("$REPO/hack/build-node.sh")
-    node_images
-  fi
+  NODE_BINS=$("$REPO/hack/build-node.sh")
+  [[ $NODE_RUNTIME == kubelet ]] && node_images
   # Two nodes when this stack has the root namespace's datapath and the node side (STACK_NODES=1: one).
   local nodes=${STACK_NODES:-2}
   [[ $cni == 1 && -z $CHASSIS_NS ]] || nodes=1
@@ -592,29 +548,10 @@ ENV
     printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 10\n' "$(node_dir "$NODE_NAME")/run/containerd.sock" \
       "$(node_dir "$NODE_NAME")/run/containerd.sock" >"$STACK_DIR/crictl.yaml"
     printf 'export CRI_CONFIG_FILE=%s\nexport PATH=%s:$PATH\n' "$STACK_DIR/crictl.yaml" "$NODE_BINS" >>"$STACK_DIR/env"
-    log "stack is up in $((SECONDS - t0)) s; use it with: . $STACK_DIR/env"
-    return 0
-  fi
-  # The stand-in lists the pods' sandboxes (network namespace, server PID) in its state directory; down reads it.
-  local -a standin=("$STACK_DIR/bin/node-standin" --kubeconfig="$STACK_DIR/kubeconfig" --node-name="$NODE_NAME"
-    --state-dir="$STACK_DIR/node-standin")
-  if [[ $cni == 1 ]]; then
-    log "building raven-cni and raven-node, starting raven-node (the CNI daemon of node $NODE_NAME)"
-    (cd "$REPO" && go build -o "$STACK_DIR/bin/raven-cni" ./cmd/raven-cni && go build -o "$STACK_DIR/bin/raven-node" ./cmd/raven-node)
-    mkdir -p "$STACK_DIR/run" "$STACK_DIR/cni/bin" "$STACK_DIR/cni/net.d"
-    start raven-node "$STACK_DIR/bin/raven-node" --kubeconfig="$STACK_DIR/kubeconfig" --node-name="$NODE_NAME" \
-      --socket="$STACK_DIR/run/cni.sock" --ovs-db="$OVS_DB" --bridge=br-int \
-      --install-cni-plugin="$STACK_DIR/bin/raven-cni" --cni-bin-dir="$STACK_DIR/cni/bin" --cni-conf-dir="$STACK_DIR/cni/net.d"
-    wait_for raven-node 60 test -S "$STACK_DIR/run/cni.sock"
-    standin+=(--cni-conf-dir="$STACK_DIR/cni/net.d" --cni-bin-dir="$STACK_DIR/cni/bin")
-  fi
-  log "building and starting the node stand-in (plays the kubelet's part for node $NODE_NAME)"
-  (cd "$REPO" && go build -o "$STACK_DIR/bin/node-standin" ./hack/node-standin)
-  start node-standin env STACK_NETNS_FILE="$STACK_DIR/netns" "${standin[@]}"
-  wait_for node-standin 30 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE_NAME"
-  if ((nodes >= 2)); then
-    log "starting raven-node and the node stand-in of the second node ($NODE2_NAME)"
-    start_node2_side
+  else
+    log "starting kube-scheduler and registering the hollow node $NODE_NAME"
+    start_hollow_nodes "$(freeport)"
+    printf 'export STACK_NODE_BINS=%s\n' "$NODE_BINS" >>"$STACK_DIR/env"
   fi
   log "stack is up in $((SECONDS - t0)) s; use it with: . $STACK_DIR/env"
 }

@@ -109,7 +109,7 @@ func newManager(restCfg *rest.Config, o config.Options, log klog.Logger) (ctrl.M
 // with their gauges.
 func neutronManager(o config.Options, clients *openstack.Clients) *neutron.Manager {
 	nm := &neutron.Manager{N: clients.Networking, C: &neutron.Cluster{ID: o.ClusterID}, X: neutron.NewIndex()}
-	nm.B = &neutron.Batcher{N: clients.Networking, Max: 50, InFlight: 2, Created: func(p openstack.Port) { nm.X.PutPort(o.ClusterID, p) }}
+	nm.B = &neutron.Batcher{N: clients.Networking, Max: neutron.BulkMax, InFlight: neutron.BulkInFlight, Created: func(p openstack.Port) { nm.X.PutPort(o.ClusterID, p) }}
 	if o.Pools.Enabled {
 		nm.P = &neutron.Pools{M: nm, Cfg: neutron.PoolConfig{MinFree: o.Pools.MinFree, Batch: o.Pools.Batch, Max: o.Pools.Max, Recycle: o.Pools.Recycle,
 			IdleAfter: o.Pools.IdleAfter.Duration, PerNode: o.Pools.PerNode}}

@@ -8,6 +8,12 @@ import (
 	"github.com/raven-net/raven/internal/openstack"
 )
 
+// Raven's port batching: ports per bulk create, and bulk creates in flight at once.
+const (
+	BulkMax      = 50
+	BulkInFlight = 2
+)
+
 // Batcher groups concurrent port creates into Neutron bulk requests, like a group commit: a create that
 // finds a free slot goes out at once, alone; creates that arrive while bulk requests are in flight wait
 // and leave together in the next one. A single pod pays one single-port create; a burst keeps Neutron

@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -22,9 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/raven-net/raven/internal/cni/ovs"
-	"github.com/raven-net/raven/internal/cni/plug"
-	"github.com/raven-net/raven/internal/cni/server"
+	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
 	"github.com/raven-net/raven/pkg/annotations"
@@ -36,21 +35,32 @@ var (
 	benchNodePhases = flag.String("bench.node-phases", "pools_off,pools_warm,pools_warm_per_node", "the node benchmark's phases after its floors")
 	benchNodeOut    = flag.String("bench.node-out", "bench/results/node", "where the node benchmark writes latest.json and latest.md")
 	benchNodePodsTo = flag.String("bench.node-pods-to", "", "when set, a file each phase appends one line per pod to: created → annotation seen, Ready seen, answered (ms)")
-	nodeComponents  = []string{"raven-node", "ovs-vswitchd", "ovsdb-server", "ovn-controller", "node-standin", "neutron-server", "ovn-northd", "kube-apiserver", "etcd"}
+	// The stack's services measured by process group (their PID files), beside containerd's shims, raven-node and Raven.
+	nodeGroups = []string{"kubelet-1", "containerd-1", "kube-scheduler", "ovs-vswitchd", "ovsdb-server", "ovn-controller", "neutron-server", "ovn-northd", "kube-apiserver", "etcd"}
 )
 
-// nodeUsage is the CPU seconds and resident memory of the processes that do a pod's network on the node side
-// (and Neutron's, which binds the ports, and Kubernetes'), by process group, plus Raven's, plus the CPU seconds
-// the whole machine spent ("machine", no RSS).
+// nodeUsage is the CPU seconds and resident memory of the processes that do a pod's network on the first node
+// (and Neutron's, which binds the ports, and Kubernetes'), by component, plus Raven's, plus the CPU seconds the
+// whole machine spent ("machine", no RSS).
 type nodeUsage map[string][2]float64 // name → {CPU seconds, RSS MiB}
 
+// measureNode measures the stack's services by process group, the first node's containerd shims (one per
+// pod, started apart from containerd) and its raven-node (the DaemonSet's container), and Raven. A process's
+// CPU time includes that of the children it waited for: the CNI plugin's for containerd, ovs-vsctl's for
+// raven-node.
 func measureNode(t testing.TB) nodeUsage {
 	t.Helper()
 	u := nodeUsage{}
-	for _, c := range nodeComponents {
-		cpu, rss := groupUsage(t, filepath.Join(env.vars["STACK_DIR"], "pids", c+".pid"))
-		u[c] = [2]float64{cpu, rss}
+	for _, c := range nodeGroups {
+		pgid := pidOf(t, filepath.Join(env.vars["STACK_DIR"], "pids", c+".pid"))
+		u[c] = procUsage(func(p proc) bool { return p.pgid == pgid && !p.shim() })
 	}
+	node := env.vars["STACK_NODE_NAME"]
+	nodeDir := filepath.Join(env.vars["STACK_DIR"], "nodes", node) + "/"
+	u["containerd-shims"] = procUsage(func(p proc) bool { return p.shim() && strings.Contains(p.cmdline, nodeDir) })
+	u["raven-node"] = procUsage(func(p proc) bool {
+		return p.comm == "raven-node" && slices.Contains(strings.Fields(p.cmdline), "--node-name="+node)
+	})
 	if env.raven != nil && env.raven.running() {
 		cpu, rss, _ := procStat(t, env.raven.cmd.Process.Pid)
 		u["raven"] = [2]float64{cpu, rss}
@@ -79,33 +89,60 @@ func machineBusy(t testing.TB) float64 {
 	return busy / 100
 }
 
-// groupUsage is the CPU time, in seconds, and the resident memory, in MiB, of the process group whose leader's
-// PID is in pidFile. The CPU time includes that of the children its processes waited for (ovs-vsctl for
-// raven-node, the CNI plugin for the stand-in).
-func groupUsage(t testing.TB, pidFile string) (cpu, rssMiB float64) {
+// proc is what procUsage's match sees of a process in /proc.
+type proc struct {
+	pgid, comm, cmdline string
+}
+
+func (p proc) shim() bool { return strings.HasPrefix(p.comm, "containerd-shim") }
+
+// procUsage sums the CPU seconds and resident MiB of the processes that match.
+func procUsage(match func(proc) bool) [2]float64 {
+	var sum [2]float64
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		st := string(b)
+		f := strings.Fields(st[strings.LastIndex(st, ")")+2:])
+		if len(f) <= 21 {
+			continue
+		}
+		p := proc{pgid: f[2], comm: st[strings.Index(st, "(")+1 : strings.LastIndex(st, ")")]}
+		cmd, _ := os.ReadFile(d + "/cmdline")
+		p.cmdline = strings.ReplaceAll(string(cmd), "\x00", " ")
+		if !match(p) {
+			continue
+		}
+		for _, v := range f[11:15] { // utime, stime, cutime, cstime
+			n, _ := strconv.ParseFloat(v, 64)
+			sum[0] += n / 100
+		}
+		pages, _ := strconv.ParseFloat(f[21], 64)
+		sum[1] += pages * float64(os.Getpagesize()) / (1 << 20)
+	}
+	return sum
+}
+
+// pidOf reads a PID file of the stack.
+func pidOf(t testing.TB, pidFile string) string {
 	t.Helper()
 	raw, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgid := strings.TrimSpace(string(raw))
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d)
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b)[strings.LastIndex(string(b), ")")+2:])
-		if len(f) > 21 && f[2] == pgid {
-			for _, v := range f[11:15] { // utime, stime, cutime, cstime
-				n, _ := strconv.ParseFloat(v, 64)
-				cpu += n / 100
-			}
-			pages, _ := strconv.ParseFloat(f[21], 64)
-			rssMiB += pages * float64(os.Getpagesize()) / (1 << 20)
-		}
-	}
-	return cpu, rssMiB
+	return strings.TrimSpace(string(raw))
+}
+
+// groupUsage is the CPU time, in seconds, and the resident memory, in MiB, of the process group whose leader's
+// PID is in pidFile, with the children its processes waited for.
+func groupUsage(t testing.TB, pidFile string) (cpu, rssMiB float64) {
+	t.Helper()
+	pgid := pidOf(t, pidFile)
+	u := procUsage(func(p proc) bool { return p.pgid == pgid })
+	return u[0], u[1]
 }
 
 // putUsage records the CPU each component spent between two measures, and its RSS at the second.
@@ -149,142 +186,178 @@ func probeUntil(from, addr string, deadline time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("no exchange with %s from %s before the deadline: %w", addr, from, err)
 }
 
-// handPlugged is one port plugged by hand for the floor: a network namespace named after it, a veth whose
-// host end is on br-int with the port's iface-id, and a server in the namespace answering on port 80.
-type handPlugged struct {
-	netns string
-	port  openstack.Port
-	ln    net.Listener
+// floorPorts makes the floor's Neutron ports on a network of its own, Raven stopped, and times Neutron: seq
+// single ports bound to the node, one at a time (then deleted); a prober's port; then one port for each pod of
+// the burst, all at once at Raven's concurrency (neutron.Batcher with Raven's BulkMax and BulkInFlight), each
+// one's time from the common start. The ports and the network are deleted when the test ends.
+type floorPorts struct {
+	subnet    *openstack.Subnet
+	prober    openstack.Port
+	burst     []openstack.Port
+	singleMs  []float64 // one port at a time
+	bulkMs    []float64 // each of the burst's ports, from the common start
+	bulkWallS float64   // until the last of them
 }
 
-// plugByHand does what a CNI plugin must do for a port already bound to the node, and nothing else: the veth
-// into the namespace (MAC, MTU, address, default route, no tx checksum), the host end on br-int with
-// iface-id, attached-mac and iface-status. The namespace and its server exist before (the runtime and the
-// pod make them, not the CNI).
-func plugByHand(ctx context.Context, vs *ovs.VSCtl, h *handPlugged, subnet *openstack.Subnet) error {
-	mac, err := net.ParseMAC(h.port.MACAddress)
-	if err != nil {
-		return err
-	}
-	_, cidr, _ := net.ParseCIDR(subnet.CIDR)
-	gw := net.ParseIP(subnet.GatewayIP)
-	ps := plug.Spec{Netns: "/var/run/netns/" + h.netns, IfName: "eth0", HostIfName: server.HostIfName(h.port.ID), MAC: mac,
-		MTU: server.DefaultMTU, Address: &net.IPNet{IP: net.ParseIP(h.port.FixedIPs[0].IPAddress), Mask: cidr.Mask},
-		Routes: []plug.Route{{Dst: plug.DefaultRoute(gw), GW: gw}}}
-	if _, err := plug.Setup(ps); err != nil {
-		return err
-	}
-	return vs.AddPort(ctx, ps.HostIfName, map[string]string{ovs.KeyIfaceID: h.port.ID, ovs.KeyAttachedMAC: mac.String(), ovs.KeyIfaceStatus: "active"})
-}
-
-// newHandNetns makes the namespace of a hand-plugged port and starts its server (in the test process, its
-// socket in that namespace).
-func newHandNetns(t *testing.T, h *handPlugged) {
-	t.Helper()
-	if out, err := exec.Command("ip", "netns", "add", h.netns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add %s: %v: %s", h.netns, err, out)
-	}
-	err := inNetns(h.netns, func() error {
-		if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
-			return fmt.Errorf("%w: %s", err, out)
-		}
-		var err error
-		h.ln, err = net.Listen("tcp", ":80")
-		return err
-	})
-	if err != nil {
-		t.Fatalf("server in %s: %v", h.netns, err)
-	}
-	go func() {
-		for {
-			c, err := h.ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = fmt.Fprintf(c, "%s\n", h.netns)
-			_ = c.Close()
-		}
-	}()
-}
-
-func (h *handPlugged) remove(vs *ovs.VSCtl) {
-	ctx := context.Background()
-	if h.ln != nil {
-		_ = h.ln.Close()
-	}
-	host := server.HostIfName(h.port.ID)
-	_ = vs.DelPort(ctx, host)
-	_ = plug.Teardown("", "/var/run/netns/"+h.netns, "eth0", host)
-	_ = exec.Command("ip", "netns", "del", h.netns).Run()
-	_ = env.os.Networking.DeletePort(ctx, h.port.ID)
-}
-
-// nodeFloor measures, Raven stopped, on a network of its own: Neutron creating single ports bound to the
-// node, one at a time (n = seq); then n ports created bound in advance and plugged by hand all at once, each
-// until a connection from a prober namespace on the same network is answered. It returns both in ms.
-func nodeFloor(t *testing.T, seq, n int) (createMs, plugMs []float64, u0, u1 nodeUsage) {
+func makeFloorPorts(t *testing.T, seq, n int) *floorPorts {
 	t.Helper()
 	ctx := context.Background()
 	network, err := env.os.Networking.CreateNetwork(ctx, openstack.NetworkSpec{Name: "bench-node-floor-" + randSuffix()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = env.os.Networking.DeleteNetwork(context.Background(), network.ID) }()
-	subnet, err := env.os.Networking.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: network.ID, CIDR: "192.168.16.0/23", Name: "bench-node-floor"})
-	if err != nil {
+	var made []string
+	t.Cleanup(func() {
+		for _, id := range made {
+			_ = env.os.Networking.DeletePort(context.Background(), id)
+		}
+		_ = env.os.Networking.DeleteNetwork(context.Background(), network.ID)
+	})
+	f := &floorPorts{}
+	if f.subnet, err = env.os.Networking.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: network.ID, CIDR: "192.168.16.0/23", Name: "bench-node-floor"}); err != nil {
 		t.Fatal(err)
 	}
-	vs := &ovs.VSCtl{DB: env.vars["STACK_OVS_DB"], Bridge: "br-int"}
-	var all []*handPlugged
-	defer func() {
-		for _, h := range all {
-			h.remove(vs)
-		}
-	}()
-	create := func(i int) *handPlugged {
-		spec := floorSpec(network.ID, subnet.ID, i)
+	for i := range seq + 1 {
 		start := time.Now()
-		port, err := env.os.Networking.CreatePort(ctx, spec)
+		port, err := env.os.Networking.CreatePort(ctx, floorSpec(network.ID, f.subnet.ID, i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		createMs = append(createMs, msSince(start, time.Now()))
-		h := &handPlugged{netns: fmt.Sprintf("bench-floor-%d", i), port: *port}
-		all = append(all, h)
-		return h
+		made = append(made, port.ID)
+		if i == seq {
+			f.prober = *port
+			break
+		}
+		f.singleMs = append(f.singleMs, msSince(start, time.Now()))
+		if err := env.os.Networking.DeletePort(ctx, port.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
-	prober := create(0)
-	newHandNetns(t, prober)
-	if err := plugByHand(ctx, vs, prober, subnet); err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := vs.WaitInstalled(wctx, server.HostIfName(prober.port.ID), nil); err != nil {
-		t.Fatal(err)
-	}
-	targets := make([]*handPlugged, 0, n)
-	for i := range n {
-		targets = append(targets, create(i+1))
-	}
-	createMs = createMs[:min(seq, len(createMs))]
-	for _, h := range targets {
-		newHandNetns(t, h)
-	}
-	plugMs = make([]float64, n)
+	b := &neutron.Batcher{N: env.os.Networking, Max: neutron.BulkMax, InFlight: neutron.BulkInFlight}
+	f.burst, f.bulkMs = make([]openstack.Port, n), make([]float64, n)
 	errs := make([]error, n)
-	u0 = measureNode(t)
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(5 * time.Minute)
-	for i, h := range targets {
+	start := time.Now()
+	for i := range n {
 		wg.Go(func() {
-			start := time.Now()
-			if errs[i] = plugByHand(ctx, vs, h, subnet); errs[i] != nil {
-				return
+			p, err := b.Create(ctx, floorSpec(network.ID, f.subnet.ID, seq+1+i))
+			f.bulkMs[i], errs[i] = msSince(start, time.Now()), err
+			if err == nil {
+				f.burst[i] = *p
 			}
+		})
+	}
+	wg.Wait()
+	f.bulkWallS = time.Since(start).Seconds()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, f.burst[i].ID)
+	}
+	return f
+}
+
+// floorCNI installs floor-cni (hack/floor-cni) on the first node as the CNI plugin containerd uses, with the
+// given ports, and waits until containerd has loaded its conflist; the returned function puts raven-node's
+// back and waits for that too. The conflist's name sorts before raven-node's, and containerd loads the first.
+func floorCNI(t *testing.T, ports map[string]any) (restore func()) {
+	t.Helper()
+	nodeDir := filepath.Join(env.vars["STACK_DIR"], "nodes", env.vars["STACK_NODE_NAME"])
+	work := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(nodeDir, "cni/bin/floor-cni"), "./hack/floor-cni")
+	build.Dir = env.repo
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building floor-cni: %v: %s", err, out)
+	}
+	portsFile := filepath.Join(work, "ports.json")
+	b, _ := json.Marshal(ports)
+	if err := os.WriteFile(portsFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf, _ := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": "bench-floor", "plugins": []any{map[string]any{
+		"type": "floor-cni", "ports": portsFile, "ovsDB": "unix:" + filepath.Join(nodeDir, "ovs/db.sock"), "bridge": "br-int"}}})
+	conflist := filepath.Join(nodeDir, "cni/net.d/00-bench-floor.conflist")
+	if err := os.WriteFile(conflist, conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitCNIConfig(t, "bench-floor")
+	restore = func() {
+		_ = os.Remove(conflist)
+		waitCNIConfig(t, "raven")
+	}
+	t.Cleanup(func() { _ = os.Remove(conflist) })
+	return restore
+}
+
+// waitCNIConfig waits until the first node's containerd uses the network named name (crictl info).
+func waitCNIConfig(t *testing.T, name string) {
+	t.Helper()
+	eventually(t, time.Minute, "containerd to load the CNI network "+name, func() (bool, error) {
+		out, err := crictl(env.vars["STACK_NODE_NAME"], "info")
+		if err != nil {
+			return false, err
+		}
+		var info struct {
+			CNI struct {
+				Networks []struct {
+					Config struct{ Name string }
+				}
+			} `json:"cniconfig"`
+		}
+		if err := json.Unmarshal(out, &info); err != nil {
+			return false, err
+		}
+		for _, n := range info.CNI.Networks {
+			if n.Config.Name != "cni-loopback" {
+				return n.Config.Name == name, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// nodeFloor is the node without Raven: the same burst as Raven's phases, on the same kubelet and containerd,
+// with floor-cni plugging the ports made in advance (what raven-cni and raven-node do, without waiting for
+// Raven), each pod until a connection from the prober pod is answered. It returns each pod's created →
+// answered time in ms, and what the components spent from the first create until the last answer.
+func nodeFloor(t *testing.T, w *annotationWatch, f *floorPorts) (ms []float64, u0, u1 nodeUsage) {
+	t.Helper()
+	ns := benchNamespace(t, "bench-node-floor")
+	_, cidr, _ := net.ParseCIDR(f.subnet.CIDR)
+	prefix, _ := cidr.Mask.Size()
+	entry := func(p openstack.Port) map[string]string {
+		return map[string]string{"id": p.ID, "mac": p.MACAddress, "address": fmt.Sprintf("%s/%d", p.FixedIPs[0].IPAddress, prefix), "gateway": f.subnet.GatewayIP}
+	}
+	ports := map[string]any{ns + "/prober": entry(f.prober)}
+	names := make([]string, len(f.burst))
+	keys := make([]string, len(f.burst))
+	for i, p := range f.burst {
+		names[i] = fmt.Sprintf("burst-%d", i)
+		keys[i] = ns + "/" + names[i]
+		ports[keys[i]] = entry(p)
+	}
+	restore := floorCNI(t, ports)
+	prober := servingPod("prober")
+	prober.Labels[benchLabel] = "true"
+	if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), prober, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.wait(t, []string{ns + "/prober"}, w.ready, 2*time.Minute)
+	from := podNetns(ns, "prober")
+	u0 = measureNode(t)
+	starts := createConcurrentlyWith(t, map[string][]string{ns: names}, func(p *corev1.Pod) {
+		p.Spec.Containers[0].Ports = servingPod(p.Name).Spec.Containers[0].Ports
+	})
+	ms = make([]float64, len(names))
+	errs := make([]error, len(names))
+	deadline := time.Now().Add(5 * time.Minute)
+	var wg sync.WaitGroup
+	for i, p := range f.burst {
+		wg.Go(func() {
 			var at time.Time
-			at, errs[i] = probeUntil(prober.netns, net.JoinHostPort(h.port.FixedIPs[0].IPAddress, "80"), deadline)
-			plugMs[i] = msSince(start, at)
+			at, errs[i] = probeUntil(from, net.JoinHostPort(p.FixedIPs[0].IPAddress, "80"), deadline)
+			ms[i] = msSince(starts[keys[i]], at)
 		})
 	}
 	wg.Wait()
@@ -294,13 +367,19 @@ func nodeFloor(t *testing.T, seq, n int) (createMs, plugMs []float64, u0, u1 nod
 			t.Fatal(err)
 		}
 	}
-	return createMs, plugMs, u0, u1
+	// The pods go while floor-cni is still the plugin: their DELs are its.
+	if err := env.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitNamespacesGone(t, 5*time.Minute)
+	restore()
+	return ms, u0, u1
 }
 
-// kubernetesNodeFloor measures Kubernetes alone on the node: n hostNetwork pods created at once, each until it
-// is seen Ready (the API server, the stand-in's binding and its status write, no network plugin), in ms, and
-// what the node's components and the machine spent from the first create until the last pod was seen Ready.
-// The pods are deleted again before it returns.
+// kubernetesNodeFloor measures Kubernetes alone on the node: n hostNetwork pods of the pause image created at
+// once, each until it is seen Ready (the API server, the scheduler, the kubelet and containerd, no network
+// plugin), in ms, and what the components and the machine spent from the first create until the last pod was
+// seen Ready. The pods are deleted again before it returns.
 func kubernetesNodeFloor(t *testing.T, w *annotationWatch, n int) (ms []float64, u0, u1 nodeUsage) {
 	t.Helper()
 	ns := benchNamespace(t, "bench-node-kubernetes")
@@ -310,7 +389,10 @@ func kubernetesNodeFloor(t *testing.T, w *annotationWatch, n int) (ms []float64,
 		keys = append(keys, ns+"/"+names[i])
 	}
 	u0 = measureNode(t)
-	starts := createConcurrentlyWith(t, map[string][]string{ns: names}, func(p *corev1.Pod) { p.Spec.HostNetwork = true })
+	starts := createConcurrentlyWith(t, map[string][]string{ns: names}, func(p *corev1.Pod) {
+		p.Spec.HostNetwork = true
+		p.Spec.Containers[0].Image = pauseImage
+	})
 	w.wait(t, keys, w.ready, 5*time.Minute)
 	u1 = measureNode(t)
 	ms, _ = w.latenciesOf(w.ready, keys, starts)
@@ -321,19 +403,35 @@ func kubernetesNodeFloor(t *testing.T, w *annotationWatch, n int) (ms []float64,
 	return ms, u0, u1
 }
 
+// nodeFloorRun runs nodeFloor and records it under prefix.
+func nodeFloorRun(t *testing.T, w *annotationWatch, fp *floorPorts, put func(string, float64), prefix, when string) stats {
+	t.Helper()
+	ms, u0, u1 := nodeFloor(t, w, fp)
+	s := summarize(ms)
+	putStats(put, prefix+"ready_", s)
+	put(prefix+"ready_p99", s.p99) // with 100 samples, the maximum
+	putUsage(put, prefix, u0, u1)
+	t.Logf("floor (%s): the node without Raven, %d pods at once plugged by floor-cni with ports made in advance, created → answered p50 %.0f ms, p99 %.0f ms (machine %.1f CPU-s)",
+		when, s.n, s.p50, s.p99, u1["machine"][0]-u0["machine"][0])
+	return s
+}
+
 // TestBenchmarkNode measures the number users feel, pod created → network ready (a connection from another
-// pod of its namespace is answered), on the stack with the node side (STACK_CNI=1): 100 pods created at once,
-// with pools off and with warm pools, beside two floors from the same run: Neutron creating a port bound to
-// the node, and 100 ports created bound in advance and plugged by hand at once (plug → ready). It also
-// reports the CPU and memory each node component spent during each burst.
+// pod of its namespace is answered), on the stack's real nodes: 100 pods created at once on the first node's
+// kubelet and containerd, with pools off and with warm pools, beside floors from the same run: Neutron
+// creating ports bound to the node (one at a time, and the burst's at once at Raven's concurrency), the same
+// burst on the same node with floor-cni plugging ports made in advance (the node doing everything but Raven),
+// and Kubernetes alone (hostNetwork pods). It also reports the CPU and memory each component spent during
+// each burst.
 func TestBenchmarkNode(t *testing.T) {
-	if env.vars["STACK_CNI"] != "1" {
-		t.Fatal("the node benchmark needs the node side: stop the stack with 'make stack-down' and run 'make bench-node' " +
-			"(it starts the stack with STACK_CNI=1)")
+	if !realNodes() {
+		t.Fatal("the node benchmark runs on real nodes: stop the stack with 'make stack-down' and run 'make bench-node' " +
+			"(it starts the stack with kubelets and the node side)")
 	}
 	res := map[string]any{}
 	put := func(k string, v float64) { res[k] = float64(int64(v*100)) / 100 }
-	res["stack"] = "ML2/OVN Neutron and Octavia on MariaDB, node side on (STACK_CNI=1, " + env.vars["STACK_NODES"] + " nodes), userspace datapath"
+	res["stack"] = "ML2/OVN Neutron and Octavia on MariaDB, " + env.vars["STACK_NODES"] + " nodes of kubelet " +
+		"and containerd (the burst on the first), raven-node as a DaemonSet, userspace datapath"
 	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	res["when"] = time.Now().UTC().Format(time.RFC3339)
 	def := benchRaven(ravenOpts{})
@@ -345,46 +443,65 @@ func TestBenchmarkNode(t *testing.T) {
 	}
 
 	// ---- floors, Raven stopped.
-	createMs, plugMs, fu0, fu1 := nodeFloor(t, *benchNodeSeq, *benchNodePods)
-	putUsage(put, "floor.plug_", fu0, fu1)
-	cs, ps := summarize(createMs), summarize(plugMs)
+	fp := makeFloorPorts(t, *benchNodeSeq, *benchNodePods)
+	cs, bs := summarize(fp.singleMs), summarize(fp.bulkMs)
 	putStats(put, "floor.neutron_bound_create_", cs)
-	putStats(put, "floor.plug_ready_", ps)
-	if ps.n <= 100 {
-		put("floor.plug_ready_p99", ps.p99) // with 100 samples, the maximum
-	}
-	t.Logf("floor: Neutron bound port create p50 %.0f ms, max %.0f ms (n = %d); %d ports plugged by hand at once, plug → answered p50 %.0f ms, p99 %.0f ms (machine %.1f CPU-s)",
-		cs.p50, cs.max, cs.n, ps.n, ps.p50, ps.p99, fu1["machine"][0]-fu0["machine"][0])
+	putStats(put, "floor.neutron_bulk_port_", bs)
+	put("floor.neutron_bulk_wall_s", fp.bulkWallS)
+	t.Logf("floor: Neutron, one bound port at a time p50 %.0f ms, max %.0f ms (n = %d); %d bound ports at once at Raven's concurrency "+
+		"(bulk creates of up to %d, %d in flight): all made after %.1f s, half after %.1f s",
+		cs.p50, cs.max, cs.n, bs.n, neutron.BulkMax, neutron.BulkInFlight, fp.bulkWallS, bs.p50/1000)
+	first := nodeFloorRun(t, w, fp, put, "floor.node_", "before Raven's phases")
 	kms, ku0, ku1 := kubernetesNodeFloor(t, w, *benchNodePods)
 	ks := summarize(kms)
 	putStats(put, "floor.kubernetes_ready_", ks)
 	put("floor.kubernetes_ready_p99", ks.p99)
 	putUsage(put, "floor.kubernetes_", ku0, ku1)
-	t.Logf("floor: Kubernetes alone, %d hostNetwork pods created at once → Ready (bound, run by the node, no network plugin) p50 %.0f ms, p99 %.0f ms (machine %.1f CPU-s)",
+	t.Logf("floor: Kubernetes alone, %d hostNetwork pods created at once → Ready (no network plugin) p50 %.0f ms, p99 %.0f ms (machine %.1f CPU-s)",
 		ks.n, ks.p50, ks.p99, ku1["machine"][0]-ku0["machine"][0])
 	b := budget{create: time.Duration(cs.max * float64(time.Millisecond)), bulk: time.Duration(cs.p50 * float64(time.Millisecond)),
 		del: time.Duration(cs.p50 * float64(time.Millisecond)), network: 10 * time.Second}
-	perPod := time.Duration((cs.max + ps.max) * float64(time.Millisecond))
+	perPod := time.Duration((cs.max + first.max) * float64(time.Millisecond))
 
-	// ---- Raven: 100 pods at once, pools off, then warm pools.
+	// ---- Raven: 100 pods at once, pools off, then warm pools, then the node's floor again.
 	phases := strings.Split(*benchNodePhases, ",")
-	if slices.Contains(phases, "pools_off") {
-		off := nodePhase(t, w, b, perPod, put, "pools_off", benchRaven(ravenOpts{args: []string{"--port-pools=false"}}), false)
-		put("target.off_p50_over_floor_sum", off.p50/(cs.p50+ps.p50))
-		t.Logf("pools off p50 %.2f × (create p50 + plug → ready p50) (target ≤ 1.2)", off.p50/(cs.p50+ps.p50))
+	results := map[string]stats{}
+	for _, ph := range []struct {
+		label string
+		o     ravenOpts
+		warm  bool
+	}{
+		{"pools_off", ravenOpts{args: []string{"--port-pools=false"}}, false},
+		{"pools_warm", ravenOpts{config: writeConfig(t, fmt.Sprintf("pools: {enabled: true, minFree: %d, batch: 50, max: %d}\n", *benchNodePods, *benchNodePods+50))}, true},
+		{"pools_warm_per_node", ravenOpts{config: writeConfig(t, fmt.Sprintf("pools: {enabled: true, perNode: true, minFree: %d, batch: 50, max: %d}\n", *benchNodePods, *benchNodePods+50))}, true},
+	} {
+		if slices.Contains(phases, ph.label) {
+			results[ph.label] = nodePhase(t, w, b, perPod, put, ph.label, benchRaven(ph.o), ph.warm)
+		}
 	}
-	if slices.Contains(phases, "pools_warm") {
-		warmCfg := writeConfig(t, fmt.Sprintf("pools: {enabled: true, minFree: %d, batch: 50, max: %d}\n", *benchNodePods, *benchNodePods+50))
-		warm := nodePhase(t, w, b, perPod, put, "pools_warm", benchRaven(ravenOpts{config: warmCfg}), true)
-		put("target.warm_p99_minus_floor_p99_s", (warm.p99-ps.p99)/1000)
-		t.Logf("warm pools p99 %.2f s above the plug → ready floor's p99 (target ≤ 0.5 s)", (warm.p99-ps.p99)/1000)
+	if env.raven != nil {
+		env.raven.stop()
 	}
-	if slices.Contains(phases, "pools_warm_per_node") {
-		perNodeCfg := writeConfig(t, fmt.Sprintf("pools: {enabled: true, perNode: true, minFree: %d, batch: 50, max: %d}\n", *benchNodePods, *benchNodePods+50))
-		perNode := nodePhase(t, w, b, perPod, put, "pools_warm_per_node", benchRaven(ravenOpts{config: perNodeCfg}), true)
-		put("target.warm_per_node_p99_minus_floor_p99_s", (perNode.p99-ps.p99)/1000)
-		t.Logf("warm pools per node p99 %.2f s above the plug → ready floor's p99 (target ≤ 0.5 s)", (perNode.p99-ps.p99)/1000)
+	// The node's floor is measured before and after Raven's phases: what the node's own work varies by shows,
+	// and the targets use the faster of the two.
+	second := nodeFloorRun(t, w, fp, put, "floor.node_after_", "after Raven's phases")
+	p50, p99 := min(first.p50, second.p50), min(first.p99, second.p99)
+	put("floor.node_best_ready_p50", p50)
+	put("floor.node_best_ready_p99", p99)
+	if off, ok := results["pools_off"]; ok {
+		floor := p50 + fp.bulkWallS*1000
+		put("target.off_p50_over_floor", off.p50/floor)
+		t.Logf("pools off p50 %.2f × (the node floor's p50 + Neutron's time for the burst's %d ports) (target ≤ 1.25)", off.p50/floor, bs.n)
 	}
+	if warm, ok := results["pools_warm"]; ok {
+		put("target.warm_p99_over_floor_p99", warm.p99/p99)
+		t.Logf("warm pools p99 %.2f × the node floor's p99", warm.p99/p99)
+	}
+	if perNode, ok := results["pools_warm_per_node"]; ok {
+		put("target.warm_per_node_p99_over_floor_p99", perNode.p99/p99)
+		t.Logf("warm pools per node p99 %.2f × the node floor's p99 (target ≤ 1.25)", perNode.p99/p99)
+	}
+	res["phases"] = *benchNodePhases
 	res["phases"] = *benchNodePhases
 	writeResultsTo(t, filepath.Join(env.repo, *benchNodeOut), res, nil)
 }
@@ -436,8 +553,8 @@ func nodePhase(t *testing.T, w *annotationWatch, b budget, perPod time.Duration,
 	putStats(put, label+".annotated_", as)
 	putUsage(put, label+".", u0, u1)
 	d := func(c string) float64 { return u1[c][0] - u0[c][0] }
-	t.Logf("%s: %d pods at once, created → answered p50 %.0f ms, p99 %.0f ms (annotated p50 %.0f ms); CPU s: machine %.1f, raven %.1f, raven-node %.1f, node-standin %.1f, ovs-vswitchd %.1f, ovn-controller %.1f, neutron-server %.1f, kube-apiserver %.1f",
-		label, rs.n, rs.p50, rs.p99, as.p50, d("machine"), d("raven"), d("raven-node"), d("node-standin"), d("ovs-vswitchd"), d("ovn-controller"), d("neutron-server"), d("kube-apiserver"))
+	t.Logf("%s: %d pods at once, created → answered p50 %.0f ms, p99 %.0f ms (annotated p50 %.0f ms); CPU s: machine %.1f, raven %.1f, raven-node %.1f, kubelet %.1f, containerd %.1f + shims %.1f, ovs-vswitchd %.1f, ovn-controller %.1f, neutron-server %.1f, kube-apiserver %.1f",
+		label, rs.n, rs.p50, rs.p99, as.p50, d("machine"), d("raven"), d("raven-node"), d("kubelet-1"), d("containerd-1"), d("containerd-shims"), d("ovs-vswitchd"), d("ovn-controller"), d("neutron-server"), d("kube-apiserver"))
 	endPhase(t, b, ns)
 	return rs
 }

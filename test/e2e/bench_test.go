@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -779,22 +780,27 @@ func TestBenchmark(t *testing.T) {
 		served, len(servedNS), len(nss.Items), n, list.Seconds(), ready, window, ccalls, cwrites, ocalls, rss)
 	endPhase(t, b, coldNSs...)
 
-	// ---- a Service with many ready endpoints.
+	// ---- a Service with many ready endpoints. No pod runs on the hollow nodes of this stack, so the Service has
+	// no selector and the benchmark publishes its EndpointSlice, as the owner of a selectorless Service does:
+	// the addresses Raven gave the pods of a Deployment, each ready, with its pod as target.
 	svcNS := benchNamespace(t, "bench-svc")
 	benchSubnet(t, svcNS, b.namespace())
 	createDeployment(t, svcNS, "many", int32(*benchEndpoints))
-	eventually(t, b.ports(*benchEndpoints, 0), "all endpoints ready", func() (bool, error) {
-		return len(readyPodIPs(t, svcNS, "many")) == *benchEndpoints, nil
+	var endpoints []discoveryv1.Endpoint
+	eventually(t, b.ports(*benchEndpoints, 0), "every pod of the Deployment annotated", func() (bool, error) {
+		endpoints = annotatedEndpoints(t, svcNS, "many")
+		return len(endpoints) == *benchEndpoints, nil
 	})
 	isOctavia := func(l string) bool { return strings.Contains(l, `operation="octavia `) }
 	isBatch := func(l string) bool { return strings.Contains(l, `operation="octavia member batch_update"`) }
 	o0 := r.metric(t, "raven_openstack_request_duration_seconds_count", isOctavia)
 	b0 := r.metric(t, "raven_openstack_request_duration_seconds_count", isBatch)
 	svcStart := time.Now()
-	svc := createService(t, svcNS, "many", nil)
+	svc := createService(t, svcNS, "many", func(s *corev1.Service) { s.Spec.Selector = nil })
+	publishEndpoints(t, svc, endpoints)
 	waitOctaviaMembers(t, svc.UID, *benchEndpoints)
 	membersS := time.Since(svcStart).Seconds()
-	waitMembers(t, svcNS, "many", svc.UID, *benchEndpoints, 80) // the members are the ready pods, on port 80
+	waitMembersAt(t, svcNS+"/many", svc.UID, func() []string { return endpointAddresses(endpoints) }, *benchEndpoints, 80)
 	res["service.endpoints"] = *benchEndpoints
 	put("service.members_s", membersS)
 	put("service.octavia_calls", r.metric(t, "raven_openstack_request_duration_seconds_count", isOctavia)-o0)
@@ -803,6 +809,53 @@ func TestBenchmark(t *testing.T) {
 
 	writeResults(t, res, map[string][]float64{"burst (pools on)": burstLat, "warm pools": warmLat, "pools off, one at a time": offLat})
 	endPhase(t, b, svcNS)
+}
+
+// annotatedEndpoints is one ready endpoint for each pod of the Deployment name that has its port annotation:
+// the port's address, the pod as target.
+func annotatedEndpoints(t testing.TB, ns, name string) []discoveryv1.Endpoint {
+	t.Helper()
+	pods, err := env.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []discoveryv1.Endpoint
+	for _, p := range pods.Items {
+		var port annotations.Port
+		if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &port); !ok || err != nil || len(port.FixedIPs) == 0 {
+			continue
+		}
+		out = append(out, discoveryv1.Endpoint{
+			Addresses:  []string{port.FixedIPs[0].IPAddress},
+			Conditions: discoveryv1.EndpointConditions{Ready: new(true)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: p.Name, UID: p.UID},
+		})
+	}
+	return out
+}
+
+// publishEndpoints writes the EndpointSlice of a selectorless Service with one unnamed TCP port.
+func publishEndpoints(t testing.TB, svc *corev1.Service, endpoints []discoveryv1.Endpoint) {
+	t.Helper()
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: svc.Name + "-bench", Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   endpoints,
+		Ports:       []discoveryv1.EndpointPort{{Name: new(""), Protocol: new(corev1.ProtocolTCP), Port: new(svc.Spec.Ports[0].TargetPort.IntVal)}},
+	}
+	if _, err := env.kube.DiscoveryV1().EndpointSlices(svc.Namespace).Create(context.Background(), es, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// endpointAddresses is the endpoints' addresses, sorted.
+func endpointAddresses(endpoints []discoveryv1.Endpoint) []string {
+	var out []string
+	for _, e := range endpoints {
+		out = append(out, e.Addresses...)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // octaviaStall is how long the service phase waits for Octavia without seeing any progress (the load

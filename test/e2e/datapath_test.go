@@ -25,9 +25,9 @@ import (
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
-// The datapath tests prove the node half with packets: pods are network namespaces plugged by raven-cni
-// (through raven-node and the node stand-in, which plays the container runtime), and every claim is a
-// TCP or UDP exchange between namespaces.
+// The datapath tests prove the node half with packets: pods are started by the nodes' kubelets and containerd,
+// plugged by raven-cni (through raven-node) as the runtime calls it, and every claim is a TCP or UDP exchange
+// between their network namespaces.
 
 // needDatapath fails a test when the stack runs without the node side.
 func needDatapath(t testing.TB) {
@@ -37,16 +37,15 @@ func needDatapath(t testing.TB) {
 	}
 }
 
-// servingPod is a pod that answers on TCP and UDP port 80 with its name (the test server, or the stand-in's
-// process).
+// servingPod is a pod that answers on TCP and UDP port 80 with its name (the test server, as nginx).
 func servingPod(name string) *corev1.Pod {
 	p := podSpec(name)
 	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP}, {ContainerPort: 80, Protocol: corev1.ProtocolUDP}}
 	return p
 }
 
-// createServingPods creates serving pods and waits until each is Ready (the stand-in marks a pod Ready
-// only after the CNI ADD succeeded), returning their port annotations by name.
+// createServingPods creates serving pods and waits until each is Ready (the kubelet starts its container only
+// after the CNI ADD succeeded), returning their port annotations by name.
 func createServingPods(t testing.TB, ns string, names ...string) map[string]*annotations.Port {
 	t.Helper()
 	for _, n := range names {
@@ -89,12 +88,9 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// podNetns is the pod's network namespace: on real nodes, the path of its sandbox's, found through the
-// container runtime ("" when it has none, which inNetns reports); else the name of the one the stand-in made.
+// podNetns is the path of the pod's network namespace, its sandbox's, found through the container runtime
+// ("" when it has none, which inNetns reports).
 func podNetns(ns, name string) string {
-	if !realNodes() {
-		return ns + "_" + name
-	}
 	path, err := sandboxNetns(ns, name)
 	if err != nil {
 		harnessLog("no network namespace for pod %s/%s: %v", ns, name, err)

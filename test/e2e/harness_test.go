@@ -489,7 +489,7 @@ func dump(t *testing.T, ns string) {
 	if env.raven != nil {
 		t.Logf("==== raven log (%s), last lines:\n%s", env.raven.logPath, tail(env.raven.logPath, 60))
 	}
-	nodeSide := []string{"node-standin"}
+	nodeSide := []string{"kube-scheduler"}
 	if realNodes() {
 		nodeSide = []string{"kubelet-1", "containerd-1", "kube-scheduler"}
 		logCmd(t, "kubectl", "--kubeconfig="+env.vars["KUBECONFIG"], "-n", "raven-system", "logs", "--tail=30", "--prefix", "-l", "app.kubernetes.io/name=raven-node")

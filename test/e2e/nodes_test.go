@@ -56,6 +56,9 @@ func crictl(node string, args ...string) ([]byte, error) {
 	return out, err
 }
 
+// pauseImage is the nodes' sandbox image (pinned in hack/stack-nodes.sh, served by the stack's registry).
+const pauseImage = "registry.k8s.io/pause:3.10.1"
+
 // timeoutDefaultSA bounds the wait for a new namespace's default ServiceAccount.
 const timeoutDefaultSA = 30 * time.Second
 
@@ -128,22 +131,9 @@ func netnsOfSandbox(inspect []byte) (string, error) {
 	return "", fmt.Errorf("the sandbox has no network namespace of its own")
 }
 
-// podsWithNetns names the pods of the namespace that still have a network namespace on a node: on real nodes,
-// those with a ready sandbox (a stopped sandbox's namespace is gone), else the stand-in's namespaces.
+// podsWithNetns names the pods of the namespace that still have a network namespace on a node: those with a
+// ready sandbox (a stopped sandbox's namespace is gone).
 func podsWithNetns(ns string) ([]string, error) {
-	if !realNodes() {
-		entries, err := os.ReadDir("/var/run/netns")
-		if err != nil {
-			return nil, err
-		}
-		var pods []string
-		for _, e := range entries {
-			if pod, ok := strings.CutPrefix(e.Name(), ns+"_"); ok {
-				pods = append(pods, pod)
-			}
-		}
-		return pods, nil
-	}
 	var pods []string
 	for _, node := range []string{env.vars["STACK_NODE_NAME"], env.vars["STACK_NODE2_NAME"]} {
 		if node == "" {
@@ -253,13 +243,9 @@ func ravenNodes(on bool) error {
 	}
 }
 
-// sandboxOf is what the runtime knows of the pod's current sandbox: on real nodes from CRI, else the stand-in's
-// state file.
+// sandboxOf is what the runtime knows of the pod's current sandbox, from CRI.
 func sandboxOf(t testing.TB, ns, name string) sandboxState {
 	t.Helper()
-	if !realNodes() {
-		return standinState(t, ns, name)
-	}
 	pod, err := env.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -288,12 +274,12 @@ func sandboxHeld(ns, name string) (int, error) {
 	return n, nil
 }
 
-// cniAfterTheDaemonWasDownOnRealNodes is TestCNIAfterTheDaemonWasDown with a kubelet and containerd: while
+// cniAfterTheDaemonWasDown is TestCNIAfterTheDaemonWasDown: while
 // raven-node is off, the plugin's STATUS says the network is not ready, and the kubelet holds a new pod back
 // (or its ADD fails); it runs the pod once raven-node is back, and retries the DEL of a pod deleted meanwhile, which
 // then leaves nothing on the node; DEL is idempotent, and a DEL for an older sandbox of a live pod leaves it
 // plugged.
-func cniAfterTheDaemonWasDownOnRealNodes(t *testing.T) {
+func cniAfterTheDaemonWasDown(t *testing.T) {
 	ctx := context.Background()
 	nsName := newNamespace(t)
 	anns := createServingPods(t, nsName, "stay", "gone")

@@ -226,7 +226,7 @@ func TestPodWalkthrough(t *testing.T) {
 	if ok, err := annotations.Decode(pod.Annotations, annotations.PodSubnet, &sub); !ok || err != nil || sub.CIDR != cidr.String() || sub.GatewayIP == "" {
 		t.Errorf("subnet annotation %+v (err %v), want cidr %s with a gateway", sub, err, cidr)
 	}
-	// The node stand-in copies the IP into the pod status, as a CNI plugin would (seed 001 step 4).
+	// The kubelet copies the IP of the CNI result into the pod status (seed 001 step 4).
 	eventually(t, 20*time.Second, "status.podIP", func() (bool, error) {
 		p, _ := portAnnotation(t, ns, "nginx")
 		return p.Status.PodIP == ip.String(), nil

@@ -29,9 +29,6 @@ func kubectl(t testing.TB, args ...string) string {
 // containerd, raven-node Ready on each, `kubectl run nginx --image=nginx` answers HTTP on port 80 from
 // another pod (through `kubectl exec`), and `kubectl logs` shows the server's log.
 func TestNginxWalkthroughOnRealNodes(t *testing.T) {
-	if !realNodes() {
-		t.Skip("the stack runs the node stand-in (STACK_NODE_RUNTIME=standin)")
-	}
 	ensureRaven(t)
 	ctx := context.Background()
 	nodes, err := env.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})

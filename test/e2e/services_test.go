@@ -121,8 +121,15 @@ func readyPodIPs(t testing.TB, ns, name string) []string {
 // waitMembers waits until the service's single pool has exactly n members, at the ready pods' IPs and port.
 func waitMembers(t testing.TB, ns, name string, uid types.UID, n, port int) (lb *openstack.LoadBalancer, pool openstack.Pool, members []openstack.Member) {
 	t.Helper()
+	return waitMembersAt(t, ns+"/"+name, uid, func() []string { return readyPodIPs(t, ns, name) }, n, port)
+}
+
+// waitMembersAt waits until the service's single pool has exactly n members, at the addresses ips gives
+// (sorted) and port.
+func waitMembersAt(t testing.TB, what string, uid types.UID, ips func() []string, n, port int) (lb *openstack.LoadBalancer, pool openstack.Pool, members []openstack.Member) {
+	t.Helper()
 	ctx := context.Background()
-	eventually(t, 4*time.Minute, fmt.Sprintf("%d members in the pool of %s/%s", n, ns, name), func() (bool, error) {
+	eventually(t, 4*time.Minute, fmt.Sprintf("%d members in the pool of %s", n, what), func() (bool, error) {
 		lb = serviceLB(t, uid)
 		if lb == nil || lb.ProvisioningStatus != "ACTIVE" {
 			return false, nil
@@ -143,8 +150,8 @@ func waitMembers(t testing.TB, ns, name string, uid types.UID, n, port int) (lb 
 			addrs = append(addrs, m.Address)
 		}
 		slices.Sort(addrs)
-		ips := readyPodIPs(t, ns, name)
-		if len(members) != n || len(ips) != n || !slices.Equal(addrs, ips) {
+		want := ips()
+		if len(members) != n || len(want) != n || !slices.Equal(addrs, want) {
 			return false, nil
 		}
 		// Members show before Octavia has finished applying them; wait until it has (ACTIVE again).

@@ -18,7 +18,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/raven-net/raven/internal/openstack"
 )
@@ -39,9 +38,7 @@ func needOVNProvider(t testing.TB) {
 func createServingDeployment(t testing.TB, ns, name string, replicas int32) {
 	t.Helper()
 	spec := servingPod("").Spec
-	if realNodes() {
-		switchableReadiness(&spec)
-	}
+	switchableReadiness(&spec)
 	deploy(t, ns, name, replicas, spec)
 }
 
@@ -139,39 +136,17 @@ func logCmd(t testing.TB, name string, args ...string) {
 	t.Logf("==== %s %s (err %v)\n%s", name, strings.Join(args, " "), err, out)
 }
 
-// setReady makes a pod of createServingDeployment fail its readiness probe, or pass it again (on real nodes;
-// the node stand-in reports it Ready or not).
+// setReady makes a pod of createServingDeployment fail its readiness probe, or pass it again.
 func setReady(t testing.TB, ns, pod string, ready bool) {
 	t.Helper()
-	if realNodes() {
-		podExec(t, ns, pod, "/testserver", "--mark="+map[bool]string{true: "ready", false: "unready"}[ready])
-		return
-	}
-	standinAnnotate(t, ns, pod, "node-standin.raven/ready", ready)
+	podExec(t, ns, pod, "/testserver", "--mark="+map[bool]string{true: "ready", false: "unready"}[ready])
 }
 
 // setServing makes a pod's server stop answering while the pod stays Ready (a hung container no readiness
 // probe sees), or answer again.
 func setServing(t testing.TB, ns, pod string, serving bool) {
 	t.Helper()
-	if realNodes() {
-		podExec(t, ns, pod, "/testserver", "--mark="+map[bool]string{true: "serving", false: "hung"}[serving])
-		return
-	}
-	standinAnnotate(t, ns, pod, "node-standin.raven/serving", serving)
-}
-
-// standinAnnotate sets one of the node stand-in's annotations to "false", or removes it for true.
-func standinAnnotate(t testing.TB, ns, pod, key string, on bool) {
-	t.Helper()
-	v := "null"
-	if !on {
-		v = `"false"`
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, key, v)
-	if _, err := env.kube.CoreV1().Pods(ns).Patch(context.Background(), pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	podExec(t, ns, pod, "/testserver", "--mark="+map[bool]string{true: "serving", false: "hung"}[serving])
 }
 
 // A Service carries TCP and UDP from a pod through its clusterIP to every ready backend, from the outside
