@@ -59,6 +59,18 @@ func crictl(node string, args ...string) ([]byte, error) {
 // pauseImage is the nodes' sandbox image (pinned in hack/stack-nodes.sh, served by the stack's registry).
 const pauseImage = "registry.k8s.io/pause:3.10.1"
 
+// hollowNode registers a Node that no kubelet runs, for the rest of the test: pods bound to it get their
+// ports and never run. Without the Node, the pod garbage collector deletes pods bound to it; with it, nothing
+// evicts them (the stack runs no taint-eviction controller).
+func hollowNode(t testing.TB, name string) {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"raven.io/hollow": "true"}}}
+	if _, err := env.kube.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
 // timeoutDefaultSA bounds the wait for a new namespace's default ServiceAccount.
 const timeoutDefaultSA = 30 * time.Second
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -46,6 +47,34 @@ type VSCtl struct {
 	// Watch, when set and running, is what WaitInstalled waits on; without it, each wait is an ovs-vsctl
 	// wait-until of its own.
 	Watch *Watch
+	// MaxProcs bounds the ovs-vsctl processes running at once (DefaultMaxProcs when 0); the others wait
+	// their turn. Each is a few MiB of memory in raven-node's container: a burst of 100 pods plugged or
+	// unplugged at once ran 100 of them and got raven-node killed by its memory limit.
+	MaxProcs int
+
+	semOnce sync.Once
+	sem     chan struct{}
+}
+
+// DefaultMaxProcs is VSCtl's bound on concurrent ovs-vsctl processes when MaxProcs is 0: ovsdb-server
+// serves one transaction at a time, so more would only wait there.
+const DefaultMaxProcs = 8
+
+// acquire takes a process slot, or fails when ctx ends first; release gives it back.
+func (v *VSCtl) acquire(ctx context.Context) (release func(), err error) {
+	v.semOnce.Do(func() {
+		n := v.MaxProcs
+		if n <= 0 {
+			n = DefaultMaxProcs
+		}
+		v.sem = make(chan struct{}, n)
+	})
+	select {
+	case v.sem <- struct{}{}:
+		return func() { <-v.sem }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a turn to run ovs-vsctl: %w", ctx.Err())
+	}
 }
 
 var _ Client = (*VSCtl)(nil)
@@ -72,6 +101,11 @@ func (v *VSCtl) vsctl(ctx context.Context, args ...string) ([]byte, error) {
 	if run == nil {
 		run = ExecRunner
 	}
+	release, err := v.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	klog.FromContext(ctx).V(5).Info("ovs-vsctl", "args", full)
 	return run(ctx, "ovs-vsctl", full...)
 }

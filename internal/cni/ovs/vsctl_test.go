@@ -3,11 +3,14 @@ package ovs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 type recorder struct {
@@ -154,6 +157,68 @@ func TestHealth(t *testing.T) {
 				if want := []string{"ovs-appctl", "-t", ctl, "version"}; !reflect.DeepEqual(last, want) {
 					t.Errorf("last call %q, want %q", last, want)
 				}
+			}
+		})
+	}
+}
+
+// A burst of calls never runs more than MaxProcs ovs-vsctl processes at once (100 at once got raven-node
+// killed by its memory limit), and a call whose context ends while it waits for a turn fails without running.
+func TestVSCtlBoundsProcesses(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		maxProcs int
+		want     int
+	}{
+		{name: "the default", maxProcs: 0, want: DefaultMaxProcs},
+		{name: "configured", maxProcs: 3, want: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			running, peak := 0, 0
+			gate := make(chan struct{})
+			v := &VSCtl{Bridge: "br-int", MaxProcs: tc.maxProcs, Run: func(context.Context, string, ...string) ([]byte, error) {
+				mu.Lock()
+				running++
+				peak = max(peak, running)
+				mu.Unlock()
+				<-gate
+				mu.Lock()
+				running--
+				mu.Unlock()
+				return nil, nil
+			}}
+			var wg sync.WaitGroup
+			for i := range 40 {
+				wg.Go(func() { _ = v.DelPort(context.Background(), fmt.Sprintf("tap%d", i)) })
+			}
+			// Every slot taken: a call with an ended context gets no turn.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				mu.Lock()
+				r := running
+				mu.Unlock()
+				if r == tc.want || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			late := make(chan error, 1)
+			go func() { late <- v.DelPort(ctx, "late") }()
+			select {
+			case err := <-late:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("a call whose context ended while waiting: err = %v, want context.Canceled", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("a call whose context had ended still waited to run")
+			}
+			close(gate)
+			wg.Wait()
+			if peak != tc.want {
+				t.Errorf("at most %d ovs-vsctl at once, want %d", peak, tc.want)
 			}
 		})
 	}
