@@ -126,6 +126,53 @@ func procUsage(match func(proc) bool) [2]float64 {
 	return sum
 }
 
+// memoryPeak is the memory cgroup (v1) of the first node's raven-node container: its peak usage, what its
+// memory limit is checked against (the processes it runs included).
+type memoryPeak string
+
+func ravenNodeMemoryPeak(t testing.TB) memoryPeak {
+	t.Helper()
+	node := env.vars["STACK_NODE_NAME"]
+	var pid string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		comm, _ := os.ReadFile(d + "/comm")
+		cmd, _ := os.ReadFile(d + "/cmdline")
+		if strings.TrimSpace(string(comm)) == "raven-node" && slices.Contains(strings.Split(string(cmd), "\x00"), "--node-name="+node) {
+			pid = filepath.Base(d)
+			break
+		}
+	}
+	raw, err := os.ReadFile("/proc/" + pid + "/cgroup")
+	if pid == "" || err != nil {
+		t.Fatalf("no raven-node process of node %s (%v)", node, err)
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.SplitN(l, ":", 3); len(f) == 3 && slices.Contains(strings.Split(f[1], ","), "memory") {
+			return memoryPeak(filepath.Join("/sys/fs/cgroup/memory", f[2], "memory.max_usage_in_bytes"))
+		}
+	}
+	t.Fatalf("raven-node (PID %s) is in no memory cgroup", pid)
+	return ""
+}
+
+func (m memoryPeak) reset(t testing.TB) {
+	t.Helper()
+	if err := os.WriteFile(string(m), []byte("0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (m memoryPeak) mib(t testing.TB) float64 {
+	t.Helper()
+	raw, err := os.ReadFile(string(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.ParseFloat(strings.TrimSpace(string(raw)), 64)
+	return n / (1 << 20)
+}
+
 // pidOf reads a PID file of the stack.
 func pidOf(t testing.TB, pidFile string) string {
 	t.Helper()
@@ -372,6 +419,7 @@ func nodeFloor(t *testing.T, w *annotationWatch, f *floorPorts) (ms []float64, u
 		t.Fatal(err)
 	}
 	waitNamespacesGone(t, 5*time.Minute)
+	waitSandboxesGone(t, 5*time.Minute, ns)
 	restore()
 	return ms, u0, u1
 }
@@ -400,6 +448,7 @@ func kubernetesNodeFloor(t *testing.T, w *annotationWatch, n int) (ms []float64,
 		t.Fatal(err)
 	}
 	waitNamespacesGone(t, 5*time.Minute)
+	waitSandboxesGone(t, 5*time.Minute, ns)
 	return ms, u0, u1
 }
 
@@ -535,12 +584,15 @@ func nodePhase(t *testing.T, w *annotationWatch, b budget, perPod time.Duration,
 		names[i] = fmt.Sprintf("burst-%d", i)
 		keys = append(keys, ns+"/"+names[i])
 	}
+	peak := ravenNodeMemoryPeak(t)
+	peak.reset(t)
 	u0 := measureNode(t)
 	starts := createConcurrentlyWith(t, map[string][]string{ns: names}, func(p *corev1.Pod) {
 		p.Spec.Containers[0].Ports = servingPod(p.Name).Spec.Containers[0].Ports
 	})
 	readyMs := probeBurst(t, w, ns, names, starts, time.Now().Add(b.within(time.Duration(len(names))*perPod)))
 	u1 := measureNode(t)
+	put(label+".raven-node_container_peak_mib", peak.mib(t))
 	annotated, _ := w.latenciesOf(w.seen, keys, starts)
 	if *benchNodePodsTo != "" {
 		bound, _ := w.latenciesOf(w.bound, keys, starts)

@@ -366,6 +366,7 @@ func endPhase(t *testing.T, b budget, nss ...string) {
 		}
 	}
 	waitNamespacesGone(t, b.teardown(len(nss), ports))
+	waitSandboxesGone(t, 5*time.Minute, nss...)
 	waitRavenQuiet(t, env.raven, b, poolWork(t), 0)
 	t.Logf("teardown of %d namespaces took %.1f s", len(nss), time.Since(start).Seconds())
 }

@@ -59,6 +59,25 @@ func crictl(node string, args ...string) ([]byte, error) {
 // pauseImage is the nodes' sandbox image (pinned in hack/stack-nodes.sh, served by the stack's registry).
 const pauseImage = "registry.k8s.io/pause:3.10.1"
 
+// waitSandboxesGone waits until no node runs a ready sandbox of the namespaces. Pods deleted with a grace
+// period of 0 leave the API at once; their kubelets stop the sandboxes (the CNI DEL among it) afterwards, and a
+// phase that starts before they are done shares the node with that work.
+func waitSandboxesGone(t testing.TB, timeout time.Duration, nss ...string) {
+	t.Helper()
+	if !realNodes() {
+		return
+	}
+	eventually(t, timeout, "the nodes to stop the sandboxes of "+strings.Join(nss, ", "), func() (bool, error) {
+		for _, ns := range nss {
+			pods, err := podsWithNetns(ns)
+			if err != nil || len(pods) > 0 {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}
+
 // hollowNode registers a Node that no kubelet runs, for the rest of the test: pods bound to it get their
 // ports and never run. Without the Node, the pod garbage collector deletes pods bound to it; with it, nothing
 // evicts them (the stack runs no taint-eviction controller).
