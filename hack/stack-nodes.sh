@@ -226,12 +226,17 @@ start_nodes() {
   start_registry
   start_node 1 "$NODE_NAME"
   ((nodes >= 2)) && start_node 2 "$NODE2_NAME"
-  start kube-scheduler "$NODE_BINS/kube-scheduler" --kubeconfig="$STACK_DIR/kubeconfig" --leader-elect=false \
-    --bind-address=127.0.0.1 --secure-port="$kp"
-  wait_for kube-scheduler 60 curl -sf -k "https://127.0.0.1:$kp/healthz"
+  start_scheduler "$kp"
   wait_for kubelet-1 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE_NAME"
   ((nodes >= 2)) && wait_for kubelet-2 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE2_NAME"
   install_raven_node "$nodes"
+}
+
+# start_scheduler PORT: kube-scheduler, its health on PORT.
+start_scheduler() {
+  start kube-scheduler "$NODE_BINS/kube-scheduler" --kubeconfig="$STACK_DIR/kubeconfig" --leader-elect=false \
+    --bind-address=127.0.0.1 --secure-port="$1"
+  wait_for kube-scheduler 60 curl -sf -k "https://127.0.0.1:$1/healthz"
 }
 
 # start_hollow_nodes PORT: for a stack without the node side (STACK_CNI=0: the control-plane benchmark),
@@ -240,9 +245,7 @@ start_nodes() {
 # plane. Nothing marks the node unreachable (no node-lifecycle controller on such a stack).
 start_hollow_nodes() {
   local kp=$1
-  start kube-scheduler "$NODE_BINS/kube-scheduler" --kubeconfig="$STACK_DIR/kubeconfig" --leader-elect=false \
-    --bind-address=127.0.0.1 --secure-port="$kp"
-  wait_for kube-scheduler 60 curl -sf -k "https://127.0.0.1:$kp/healthz"
+  start_scheduler "$kp"
   KUBECONFIG=$STACK_DIR/kubeconfig kubectl apply -f - >>"$STACK_DIR/logs/install.log" <<N
 apiVersion: v1
 kind: Node

@@ -9,12 +9,17 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 func TestLookup(t *testing.T) {
 	dir := t.TempDir()
 	ports := filepath.Join(dir, "ports.json")
-	b, _ := json.Marshal(map[string]Port{"ns/a": {ID: "0123456789abcdef", MAC: "fa:16:3e:00:00:01", Address: "10.1.0.5/24", Gateway: "10.1.0.1"}})
+	b, _ := json.Marshal(map[string]Entry{
+		"ns/a":          {Port: annotations.Port{ID: "0123456789abcdef", FixedIPs: []annotations.FixedIP{{SubnetID: "s", IPAddress: "10.1.0.5"}}}, Subnet: annotations.Subnet{ID: "s", CIDR: "10.1.0.0/24"}},
+		"ns/no-address": {Port: annotations.Port{ID: "fedcba9876543210"}},
+	})
 	if err := os.WriteFile(ports, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -29,13 +34,14 @@ func TestLookup(t *testing.T) {
 	}{
 		{name: "known pod", conf: good, args: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=a", wantID: "0123456789abcdef"},
 		{name: "pod without a port", conf: good, args: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=b", unknown: true},
+		{name: "port without an address", conf: good, args: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=no-address", unknown: true},
 		{name: "no pod in CNI_ARGS", conf: good, args: "IgnoreUnknown=1", wantErr: "K8S_POD_NAME"},
 		{name: "no ports file named", conf: []byte(`{"cniVersion":"1.0.0","name":"floor","type":"floor-cni","ovsDB":"unix:/db.sock","bridge":"br-int"}`), args: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=a", wantErr: "needs ports"},
 		{name: "ports file missing", conf: conf(`{"cniVersion":"1.0.0","name":"floor","type":"floor-cni","ports":"PORTS.gone","ovsDB":"unix:/db.sock","bridge":"br-int"}`), args: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=a", wantErr: "reading the ports file"},
 		{name: "not JSON", conf: []byte(`{`), args: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=a", wantErr: "not JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, p, err := lookup(&skel.CmdArgs{StdinData: tc.conf, Args: tc.args})
+			c, e, err := lookup(&skel.CmdArgs{StdinData: tc.conf, Args: tc.args})
 			switch {
 			case tc.unknown:
 				if !errors.Is(err, errUnknownPod) {
@@ -47,41 +53,8 @@ func TestLookup(t *testing.T) {
 				}
 			case err != nil:
 				t.Fatal(err)
-			case p.ID != tc.wantID || c.MTU != 1442:
-				t.Fatalf("port %+v, MTU %d; want port %s, MTU 1442", p, c.MTU, tc.wantID)
-			}
-		})
-	}
-}
-
-func TestSpec(t *testing.T) {
-	args := &skel.CmdArgs{Netns: "/run/netns/x", IfName: "eth0"}
-	c := &Conf{MTU: 1400}
-	ok := Port{ID: "0123456789abcdef", MAC: "fa:16:3e:00:00:01", Address: "10.1.0.5/24", Gateway: "10.1.0.1"}
-	for _, tc := range []struct {
-		name    string
-		port    func(Port) Port
-		wantErr string
-	}{
-		{name: "good", port: func(p Port) Port { return p }},
-		{name: "bad MAC", port: func(p Port) Port { p.MAC = "x"; return p }, wantErr: "MAC"},
-		{name: "address without prefix", port: func(p Port) Port { p.Address = "10.1.0.5"; return p }, wantErr: "address"},
-		{name: "bad gateway", port: func(p Port) Port { p.Gateway = "gw"; return p }, wantErr: "gateway"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := spec(args, c, tc.port(ok))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one saying %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.HostIfName != "tap0123456789a" || s.MTU != 1400 || s.Address.String() != "10.1.0.5/24" ||
-				s.Routes[0].GW.String() != "10.1.0.1" || s.Routes[0].Dst.String() != "0.0.0.0/0" || s.Netns != args.Netns {
-				t.Fatalf("spec %+v", s)
+			case e.Port.ID != tc.wantID || e.Subnet.CIDR != "10.1.0.0/24" || c.Bridge != "br-int":
+				t.Fatalf("entry %+v, conf %+v; want port %s on subnet 10.1.0.0/24, bridge br-int", e, c, tc.wantID)
 			}
 		})
 	}

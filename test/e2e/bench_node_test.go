@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	podctl "github.com/raven-net/raven/internal/controller/pod"
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
@@ -58,9 +59,7 @@ func measureNode(t testing.TB) nodeUsage {
 	node := env.vars["STACK_NODE_NAME"]
 	nodeDir := filepath.Join(env.vars["STACK_DIR"], "nodes", node) + "/"
 	u["containerd-shims"] = procUsage(func(p proc) bool { return p.shim() && strings.Contains(p.cmdline, nodeDir) })
-	u["raven-node"] = procUsage(func(p proc) bool {
-		return p.comm == "raven-node" && slices.Contains(strings.Fields(p.cmdline), "--node-name="+node)
-	})
+	u["raven-node"] = procUsage(ravenNodeOf(node))
 	if env.raven != nil && env.raven.running() {
 		cpu, rss, _ := procStat(t, env.raven.cmd.Process.Pid)
 		u["raven"] = [2]float64{cpu, rss}
@@ -89,16 +88,24 @@ func machineBusy(t testing.TB) float64 {
 	return busy / 100
 }
 
-// proc is what procUsage's match sees of a process in /proc.
+// proc is a process as /proc shows it: what a match sees, and its usage.
 type proc struct {
-	pgid, comm, cmdline string
+	pid, pgid, comm, cmdline string
+	cpu, rssMiB              float64 // utime + stime + cutime + cstime; resident memory
 }
 
 func (p proc) shim() bool { return strings.HasPrefix(p.comm, "containerd-shim") }
 
-// procUsage sums the CPU seconds and resident MiB of the processes that match.
-func procUsage(match func(proc) bool) [2]float64 {
-	var sum [2]float64
+// ravenNodeOf says whether p is the raven-node of the named node.
+func ravenNodeOf(node string) func(proc) bool {
+	return func(p proc) bool {
+		return p.comm == "raven-node" && slices.Contains(strings.Fields(p.cmdline), "--node-name="+node)
+	}
+}
+
+// procs lists the processes that match.
+func procs(match func(proc) bool) []proc {
+	var out []proc
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		b, err := os.ReadFile(d + "/stat")
@@ -110,7 +117,7 @@ func procUsage(match func(proc) bool) [2]float64 {
 		if len(f) <= 21 {
 			continue
 		}
-		p := proc{pgid: f[2], comm: st[strings.Index(st, "(")+1 : strings.LastIndex(st, ")")]}
+		p := proc{pid: filepath.Base(d), pgid: f[2], comm: st[strings.Index(st, "(")+1 : strings.LastIndex(st, ")")]}
 		cmd, _ := os.ReadFile(d + "/cmdline")
 		p.cmdline = strings.ReplaceAll(string(cmd), "\x00", " ")
 		if !match(p) {
@@ -118,10 +125,21 @@ func procUsage(match func(proc) bool) [2]float64 {
 		}
 		for _, v := range f[11:15] { // utime, stime, cutime, cstime
 			n, _ := strconv.ParseFloat(v, 64)
-			sum[0] += n / 100
+			p.cpu += n / 100
 		}
 		pages, _ := strconv.ParseFloat(f[21], 64)
-		sum[1] += pages * float64(os.Getpagesize()) / (1 << 20)
+		p.rssMiB = pages * float64(os.Getpagesize()) / (1 << 20)
+		out = append(out, p)
+	}
+	return out
+}
+
+// procUsage sums the CPU seconds and resident MiB of the processes that match.
+func procUsage(match func(proc) bool) [2]float64 {
+	var sum [2]float64
+	for _, p := range procs(match) {
+		sum[0] += p.cpu
+		sum[1] += p.rssMiB
 	}
 	return sum
 }
@@ -133,19 +151,14 @@ type memoryPeak string
 func ravenNodeMemoryPeak(t testing.TB) memoryPeak {
 	t.Helper()
 	node := env.vars["STACK_NODE_NAME"]
-	var pid string
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		comm, _ := os.ReadFile(d + "/comm")
-		cmd, _ := os.ReadFile(d + "/cmdline")
-		if strings.TrimSpace(string(comm)) == "raven-node" && slices.Contains(strings.Split(string(cmd), "\x00"), "--node-name="+node) {
-			pid = filepath.Base(d)
-			break
-		}
+	found := procs(ravenNodeOf(node))
+	if len(found) == 0 {
+		t.Fatalf("no raven-node process of node %s", node)
 	}
+	pid := found[0].pid
 	raw, err := os.ReadFile("/proc/" + pid + "/cgroup")
-	if pid == "" || err != nil {
-		t.Fatalf("no raven-node process of node %s (%v)", node, err)
+	if err != nil {
+		t.Fatalf("raven-node of node %s: %v", node, err)
 	}
 	for _, l := range strings.Split(string(raw), "\n") {
 		if f := strings.SplitN(l, ":", 3); len(f) == 3 && slices.Contains(strings.Split(f[1], ","), "memory") {
@@ -371,10 +384,10 @@ func waitCNIConfig(t *testing.T, name string) {
 func nodeFloor(t *testing.T, w *annotationWatch, f *floorPorts) (ms []float64, u0, u1 nodeUsage) {
 	t.Helper()
 	ns := benchNamespace(t, "bench-node-floor")
-	_, cidr, _ := net.ParseCIDR(f.subnet.CIDR)
-	prefix, _ := cidr.Mask.Size()
-	entry := func(p openstack.Port) map[string]string {
-		return map[string]string{"id": p.ID, "mac": p.MACAddress, "address": fmt.Sprintf("%s/%d", p.FixedIPs[0].IPAddress, prefix), "gateway": f.subnet.GatewayIP}
+	// What Raven would annotate each pod with (the MTU left to raven-node's default, as the network's is).
+	subnet := podctl.SubnetAnnotation(*f.subnet)
+	entry := func(p openstack.Port) map[string]any {
+		return map[string]any{"port": podctl.PortAnnotation(p, 0), "subnet": subnet}
 	}
 	ports := map[string]any{ns + "/prober": entry(f.prober)}
 	names := make([]string, len(f.burst))
@@ -415,13 +428,20 @@ func nodeFloor(t *testing.T, w *annotationWatch, f *floorPorts) (ms []float64, u
 		}
 	}
 	// The pods go while floor-cni is still the plugin: their DELs are its.
+	removeNamespace(t, ns)
+	restore()
+	return ms, u0, u1
+}
+
+// removeNamespace deletes a floor's namespace and waits until it is gone and the node has stopped its pods'
+// sandboxes.
+func removeNamespace(t *testing.T, ns string) {
+	t.Helper()
 	if err := env.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitNamespacesGone(t, 5*time.Minute)
 	waitSandboxesGone(t, 5*time.Minute, ns)
-	restore()
-	return ms, u0, u1
 }
 
 // kubernetesNodeFloor measures Kubernetes alone on the node: n hostNetwork pods of the pause image created at
@@ -444,11 +464,7 @@ func kubernetesNodeFloor(t *testing.T, w *annotationWatch, n int) (ms []float64,
 	w.wait(t, keys, w.ready, 5*time.Minute)
 	u1 = measureNode(t)
 	ms, _ = w.latenciesOf(w.ready, keys, starts)
-	if err := env.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitNamespacesGone(t, 5*time.Minute)
-	waitSandboxesGone(t, 5*time.Minute, ns)
+	removeNamespace(t, ns)
 	return ms, u0, u1
 }
 

@@ -77,7 +77,7 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 	// Where an ADD spent its time: waiting for the port annotation, plugging, waiting for ovn-controller.
 	klog.FromContext(ctx).Info("Pod plugged", "ip", spec.Address, "mac", spec.MAC, "mtu", spec.MTU,
 		"portWait", plugStart.Sub(start), "plug", waitStart.Sub(plugStart), "ovnInstalledAfter", time.Since(waitStart))
-	return buildResult(spec, res, t.subnet, conf.CNIVersion)
+	return BuildResult(spec, res, t.subnet, conf.CNIVersion)
 }
 
 // waitPort waits in the pod cache for a port this node can plug for the pod.

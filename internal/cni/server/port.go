@@ -102,44 +102,49 @@ func HostIfName(portID string) string {
 
 // buildSpec turns a ready target into what the pod's namespace should hold.
 func buildSpec(t target, netns, ifName string) (plug.Spec, error) {
-	mac, err := net.ParseMAC(t.port.MACAddress)
+	return BuildSpec(t.port, t.subnet, netns, ifName)
+}
+
+// BuildSpec is what the pod's namespace should hold for a port and its subnet, as Raven annotates them.
+func BuildSpec(port annotations.Port, subnet annotations.Subnet, netns, ifName string) (plug.Spec, error) {
+	mac, err := net.ParseMAC(port.MACAddress)
 	if err != nil {
-		return plug.Spec{}, fmt.Errorf("port %s: mac_address %q: %w", t.port.ID, t.port.MACAddress, err)
+		return plug.Spec{}, fmt.Errorf("port %s: mac_address %q: %w", port.ID, port.MACAddress, err)
 	}
-	ip := net.ParseIP(t.port.FixedIPs[0].IPAddress)
+	ip := net.ParseIP(port.FixedIPs[0].IPAddress)
 	if ip == nil {
-		return plug.Spec{}, fmt.Errorf("port %s: ip_address %q is not an IP", t.port.ID, t.port.FixedIPs[0].IPAddress)
+		return plug.Spec{}, fmt.Errorf("port %s: ip_address %q is not an IP", port.ID, port.FixedIPs[0].IPAddress)
 	}
-	_, cidr, err := net.ParseCIDR(t.subnet.CIDR)
+	_, cidr, err := net.ParseCIDR(subnet.CIDR)
 	if err != nil {
-		return plug.Spec{}, fmt.Errorf("subnet %s: cidr %q: %w", t.subnet.ID, t.subnet.CIDR, err)
+		return plug.Spec{}, fmt.Errorf("subnet %s: cidr %q: %w", subnet.ID, subnet.CIDR, err)
 	}
 	if !cidr.Contains(ip) {
-		return plug.Spec{}, fmt.Errorf("port %s: address %s is not in subnet %s (%s)", t.port.ID, ip, t.subnet.ID, cidr)
+		return plug.Spec{}, fmt.Errorf("port %s: address %s is not in subnet %s (%s)", port.ID, ip, subnet.ID, cidr)
 	}
-	mtu := t.port.MTU
+	mtu := port.MTU
 	if mtu == 0 {
 		mtu = DefaultMTU
 	}
 	spec := plug.Spec{
-		Netns: netns, IfName: ifName, HostIfName: HostIfName(t.port.ID),
+		Netns: netns, IfName: ifName, HostIfName: HostIfName(port.ID),
 		MAC: mac, MTU: mtu, Address: &net.IPNet{IP: ip, Mask: cidr.Mask},
 	}
-	if t.subnet.GatewayIP != "" {
-		gw := net.ParseIP(t.subnet.GatewayIP)
+	if subnet.GatewayIP != "" {
+		gw := net.ParseIP(subnet.GatewayIP)
 		if gw == nil {
-			return plug.Spec{}, fmt.Errorf("subnet %s: gateway_ip %q is not an IP", t.subnet.ID, t.subnet.GatewayIP)
+			return plug.Spec{}, fmt.Errorf("subnet %s: gateway_ip %q is not an IP", subnet.ID, subnet.GatewayIP)
 		}
 		spec.Routes = append(spec.Routes, plug.Route{Dst: plug.DefaultRoute(gw), GW: gw})
 	}
-	for _, hr := range t.subnet.HostRoutes {
+	for _, hr := range subnet.HostRoutes {
 		_, dst, err := net.ParseCIDR(hr.Destination)
 		if err != nil {
-			return plug.Spec{}, fmt.Errorf("subnet %s: host route %q: %w", t.subnet.ID, hr.Destination, err)
+			return plug.Spec{}, fmt.Errorf("subnet %s: host route %q: %w", subnet.ID, hr.Destination, err)
 		}
 		nh := net.ParseIP(hr.NextHop)
 		if nh == nil {
-			return plug.Spec{}, fmt.Errorf("subnet %s: host route nexthop %q is not an IP", t.subnet.ID, hr.NextHop)
+			return plug.Spec{}, fmt.Errorf("subnet %s: host route nexthop %q is not an IP", subnet.ID, hr.NextHop)
 		}
 		if dst.IP.To4() != nil != (ip.To4() != nil) {
 			continue // another family

@@ -11,8 +11,8 @@ import (
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
-// buildResult is ADD's answer, in the configuration's CNI version.
-func buildResult(spec plug.Spec, res plug.Result, subnet annotations.Subnet, cniVersion string) (json.RawMessage, error) {
+// BuildResult is ADD's answer, in the configuration's CNI version.
+func BuildResult(spec plug.Spec, res plug.Result, subnet annotations.Subnet, cniVersion string) (json.RawMessage, error) {
 	r := &current.Result{
 		CNIVersion: current.ImplementedSpecVersion,
 		Interfaces: []*current.Interface{
