@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/raven-net/raven/internal/cni/wire"
 	podctl "github.com/raven-net/raven/internal/controller/pod"
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
@@ -344,7 +345,7 @@ func floorCNI(t *testing.T, ports map[string]any) (restore func()) {
 	waitCNIConfig(t, "bench-floor")
 	restore = func() {
 		_ = os.Remove(conflist)
-		waitCNIConfig(t, "raven")
+		waitCNIConfig(t, wire.NetworkName)
 	}
 	t.Cleanup(func() { _ = os.Remove(conflist) })
 	return restore
