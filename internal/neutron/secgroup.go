@@ -17,17 +17,22 @@ var securityGroupKind = kind[openstack.SecurityGroup]{res: openstack.ResourceSec
 	del: func(n openstack.Networking) func(context.Context, string) error { return n.DeleteSecurityGroup },
 	id:  func(x *openstack.SecurityGroup) string { return x.ID }, set: func(x *openstack.SecurityGroup, t []string) { x.Tags = t }}
 
-// PodGroupRules are the ingress rules of the cluster pod group: from the group itself (pods reach pods),
-// from the service subnet (load balancers, and hairpin traffic a load balancer sends from its VIP), and
-// from each further source (the pod subnets: pods that NetworkPolicy isolates are not members of the group,
-// and the OVN provider's health checks come from a network:distributed port of each pod network; the nodes).
-// Egress is Neutron's default: anywhere.
+// PodGroupRules are the rules of the cluster pod group. Egress to anywhere, IPv4 and IPv6, stated: Neutron gave
+// every new group those two rules until 2023.2, since when a new group gets what the cloud's default security
+// group rules say, which an admin may have emptied. Ingress from the group itself (pods reach pods), from the
+// service subnet (load balancers, and hairpin traffic a load balancer sends from its VIP), and from each further
+// source (the pod subnets: pods that NetworkPolicy isolates are not members of the group, and the OVN provider's
+// health checks come from a network:distributed port of each pod network; the nodes).
 func PodGroupRules(groupID, serviceCIDR string, sources []string) []openstack.SecurityGroupRule {
 	in := func(r openstack.SecurityGroupRule) openstack.SecurityGroupRule {
 		r.SecurityGroupID, r.Direction, r.EtherType = groupID, "ingress", "IPv4"
 		return r
 	}
-	rules := []openstack.SecurityGroupRule{in(openstack.SecurityGroupRule{RemoteGroupID: groupID})}
+	rules := []openstack.SecurityGroupRule{
+		{SecurityGroupID: groupID, Direction: "egress", EtherType: "IPv4"},
+		{SecurityGroupID: groupID, Direction: "egress", EtherType: "IPv6"},
+		in(openstack.SecurityGroupRule{RemoteGroupID: groupID}),
+	}
 	if serviceCIDR != "" {
 		rules = append(rules, in(openstack.SecurityGroupRule{RemoteIPPrefix: serviceCIDR}))
 	}

@@ -162,6 +162,33 @@ func TestAttachTellsAFaultFromAnInterfaceAlreadyThere(t *testing.T) {
 	}
 }
 
+// A cloud whose default security group rules hold no egress rule (an admin's choice since Neutron 2023.2): the
+// pod group still lets pods reach anywhere, because it states its egress rules itself. Before, pods on such a
+// cloud could reach nothing (the local 2025.1 stack, built without its defaults, showed it).
+func TestPodGroupAllowsEgressWithoutNeutronDefaults(t *testing.T) {
+	for _, noDefaults := range []bool{false, true} {
+		n := fake.NewNeutron()
+		n.NoDefaultEgress = noDefaults
+		m := setup(t, n)
+		g := n.SGs[m.C.PodSecurityGroups[0]]
+		for _, et := range []string{"IPv4", "IPv6"} {
+			want := openstack.SecurityGroupRule{SecurityGroupID: g.ID, Direction: "egress", EtherType: et}
+			if !hasRule(g.Rules, want) {
+				t.Errorf("default egress rules %v: the pod group lacks egress %s to anywhere: %+v", !noDefaults, et, g.Rules)
+			}
+		}
+		egress := 0
+		for _, r := range g.Rules {
+			if r.Direction == "egress" {
+				egress++
+			}
+		}
+		if egress != 2 {
+			t.Errorf("default egress rules %v: %d egress rules, want 2 (none doubled)", !noDefaults, egress)
+		}
+	}
+}
+
 func TestPodPortsGetTheClusterPodGroup(t *testing.T) {
 	ctx := context.Background()
 	n := fake.NewNeutron()

@@ -37,6 +37,10 @@ type Neutron struct {
 	DropTags int
 	// Delay makes every write take this long, one at a time, as a busy Neutron does.
 	Delay time.Duration
+	// NoDefaultEgress gives new security groups no rule, as a cloud whose default security group rules
+	// (Neutron 2023.2 and later: an admin edits them) hold no egress rule; else they get Neutron's legacy two
+	// egress rules, IPv4 and IPv6 to anywhere.
+	NoDefaultEgress bool
 	// nextPoolPrefix hands out subnet pool prefixes.
 	nextPoolPrefix map[string]int
 }
@@ -736,6 +740,9 @@ func (n *Neutron) CreateSecurityGroup(_ context.Context, s openstack.SecurityGro
 	}
 	x := &openstack.SecurityGroup{ID: n.id("sg"), Name: s.Name, Description: s.Description}
 	for _, et := range []string{"IPv4", "IPv6"} {
+		if n.NoDefaultEgress {
+			break
+		}
 		x.Rules = append(x.Rules, openstack.SecurityGroupRule{ID: n.id("rule"), SecurityGroupID: x.ID, Direction: "egress", EtherType: et})
 	}
 	n.SGs[x.ID] = x
