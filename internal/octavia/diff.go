@@ -3,6 +3,7 @@ package octavia
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/raven-net/raven/internal/openstack"
 )
@@ -84,7 +85,7 @@ func Plan(want []Listener, cur Current) []Step {
 
 // planPool is what an existing pool needs: its members, and its monitor (which comes after every other step).
 func planPool(w Listener, p openstack.Pool, members []openstack.Member) (steps, monitors []Step) {
-	if !sameMembers(members, w.Members) {
+	if !settling(members) && !sameMembers(members, w.Members) {
 		if w.MonitorSlowsMembers && p.MonitorID != "" && memberChanges(members, w.Members) >= monitorDropAt {
 			// The monitor goes first; the members follow, then the monitor again (plans to come).
 			return []Step{{Kind: DeleteMonitor, ID: p.MonitorID, Listener: w}}, nil
@@ -98,6 +99,32 @@ func planPool(w Listener, p openstack.Pool, members []openstack.Member) (steps, 
 		monitors = append(monitors, Step{Kind: DeleteMonitor, ID: p.MonitorID, Listener: w})
 	}
 	return steps, monitors
+}
+
+// settling reports that the provider still applies an earlier member change to a pool: a member of it is
+// PENDING_*. The pool's members are then left alone until it is done. ovn-octavia-provider 8.0.0 (2025.1) puts a
+// load balancer back to ACTIVE as soon as it has handled the first request of a batch member update, the members
+// that stay, while the member it removes waits in its queue, PENDING_DELETE, behind work for other load balancers;
+// each batch update sent meanwhile queued the same delete again. Seen on the local stack: an unready backend sent
+// every second or two for 30 s, and left the rotation after 34 s; its member then stayed listed while it was gone
+// from OVN, so that the backend, ready again, was never added back.
+func settling(members []openstack.Member) bool {
+	return slices.ContainsFunc(members, func(m openstack.Member) bool {
+		return strings.HasPrefix(m.ProvisioningStatus, "PENDING_")
+	})
+}
+
+// Settling lists the pools of cur whose members the provider is still changing (see settling), sorted: the
+// caller looks again shortly rather than at the next resync.
+func Settling(cur Current) []string {
+	var out []string
+	for poolID, members := range cur.Members {
+		if settling(members) {
+			out = append(out, poolID)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // monitorDropAt is how many member changes make a slow provider's monitor go for the update: dropping and

@@ -136,6 +136,18 @@ func TestDesired(t *testing.T) {
 	}
 }
 
+func TestSettling(t *testing.T) {
+	cur := Current{Members: map[string][]openstack.Member{
+		"p1": {{ProvisioningStatus: "ACTIVE"}, {ProvisioningStatus: "PENDING_DELETE"}},
+		"p2": {{ProvisioningStatus: "ACTIVE"}},
+		"p0": {{ProvisioningStatus: "PENDING_UPDATE"}},
+		"p3": {{ProvisioningStatus: "ERROR"}},
+	}}
+	if got := Settling(cur); !reflect.DeepEqual(got, []string{"p0", "p1"}) {
+		t.Fatalf("Settling = %v, want [p0 p1]", got)
+	}
+}
+
 func TestPlan(t *testing.T) {
 	web := Listener{Protocol: "TCP", Port: 80, Algorithm: "ROUND_ROBIN", Members: []openstack.MemberSpec{{Address: "10.244.0.2", ProtocolPort: 80, SubnetID: "s"}}}
 	l80 := openstack.Listener{ID: "l80", Protocol: "TCP", ProtocolPort: 80}
@@ -179,6 +191,13 @@ func TestPlan(t *testing.T) {
 			Pools: []openstack.Pool{withMonitor}, Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.2", ProtocolPort: 80}}}}, []StepKind{ReplaceMembers}},
 		{"on a slow provider, without its monitor the members change, and the monitor comes back", []Listener{slowThree}, Current{Listeners: []openstack.Listener{l80},
 			Pools: []openstack.Pool{p80}, Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.2", ProtocolPort: 80}}}}, []StepKind{ReplaceMembers, CreateMonitor}},
+		{"a pool whose provider still removes a member gets no new member change", []Listener{web}, Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{p80},
+			Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.2", ProtocolPort: 80, SubnetID: "s", ProvisioningStatus: "ACTIVE"},
+				{Address: "10.244.0.9", ProtocolPort: 80, SubnetID: "s", ProvisioningStatus: "PENDING_DELETE"}}}}, nil},
+		{"a pool whose provider still adds a member gets no new member change", nil, Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{p80},
+			Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.9", ProtocolPort: 80, ProvisioningStatus: "PENDING_CREATE"}}}}, []StepKind{DeletePool, DeleteListener}},
+		{"a pool the provider is done with gets the change", []Listener{web}, Current{Listeners: []openstack.Listener{l80}, Pools: []openstack.Pool{p80},
+			Members: map[string][]openstack.Member{"p80": {{Address: "10.244.0.9", ProtocolPort: 80, SubnetID: "s", ProvisioningStatus: "ACTIVE"}}}}, []StepKind{ReplaceMembers}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

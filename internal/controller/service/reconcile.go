@@ -192,6 +192,11 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 		return reconcile.Result{}, err
 	}
 	// What Octavia refused is asked again later (a quota may be raised): retry is 0 when nothing was refused.
+	// Pools whose members the provider is still changing are looked at again shortly.
+	if settling := octavia.Settling(cur); len(settling) > 0 {
+		klog.FromContext(ctx).V(2).Info("Waiting for the provider to finish a member change", "pools", settling)
+		retry = shortest(retry, pending)
+	}
 	return reconcile.Result{RequeueAfter: retry}, nil
 }
 
