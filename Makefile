@@ -24,13 +24,16 @@ build: ## Build bin/raven, and the node side: bin/raven-node (the per-node daemo
 # VERSION tags Raven's images: the tag or commit of the tree (dirty when it has changes), never latest.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE_BINS := $(BIN)/image-bins
+# OVS_ROOT is the root file system whose Open vSwitch clients go into the raven-node image: the local stack's
+# OpenStack root (hack/build-openstack-rootfs.sh) when it runs from one, else this machine's.
+OVS_ROOT ?= $(or $(shell cat .stack/openstack-root 2>/dev/null),/)
 
 .PHONY: images
 images: ## Build the images (raven, raven-node, testserver also as nginx, pause) as tarballs in bin/images/ without a Docker engine; `go run ./hack/images serve --dir bin/images` serves them.
 	@mkdir -p $(IMAGE_BINS)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(IMAGE_BINS)/ ./cmd/raven ./cmd/raven-node ./cmd/raven-cni ./hack/testserver
 	@rm -rf $(BIN)/images
-	$(GO) run ./hack/images build --bin $(IMAGE_BINS) --out $(BIN)/images --version $(VERSION)
+	$(GO) run ./hack/images build --bin $(IMAGE_BINS) --out $(BIN)/images --version $(VERSION) --ovs-root $(OVS_ROOT)
 
 .PHONY: run
 run: build stack-up ## Bring the local stack up (when it is not running) and run Raven against it in the foreground.

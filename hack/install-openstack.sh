@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# Installs Neutron, Octavia, Open vSwitch + OVN (and Keystone when STACK_KEYSTONE=1) from Debian packages when
-# missing. Library packages and binaries only: no services are started (policy-rc.d), no /etc files are written
-# by this script (the Open vSwitch postinst creates an unused /etc/openvswitch/conf.db).
+# Installs what the stack needs on the host from Debian packages when missing: its tools, what the nodes need, and
+# on the zed lane (STACK_OPENSTACK=zed) Neutron, Octavia, Open vSwitch + OVN (and Keystone when STACK_KEYSTONE=1).
+# Library packages and binaries only: no services are started (policy-rc.d), no /etc files are written by this
+# script (the Open vSwitch postinst creates an unused /etc/openvswitch/conf.db).
 set -euo pipefail
 
 log() { printf '[install-openstack %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # "what it is: packages", so that the progress line can say what is being installed.
 groups=(
-  "Neutron and Octavia: python3-neutron python3-octavia python3-ovn-octavia-provider"
-  "Open vSwitch and OVN (the datapath): openvswitch-switch ovn-central ovn-host ethtool"
-  "MariaDB (Neutron's database): mariadb-server python3-pymysql"
-  "tools: sqlite3 openssl curl jq iproute2 procps iputils-ping"
+  "tools: sqlite3 openssl curl jq iproute2 procps iputils-ping ethtool"
   "the nodes (runc's seccomp, nsenter, mount, conntrack): libseccomp-dev util-linux mount conntrack"
 )
-[[ ${STACK_KEYSTONE:-0} == 1 ]] && groups+=("Keystone: python3-keystone")
+# On the default lane (STACK_OPENSTACK=2025.1) the cloud side comes from its own root file system
+# (hack/build-openstack-rootfs.sh); the zed lane runs the host's own packages.
+if [[ ${STACK_OPENSTACK:-2025.1} == zed ]]; then
+  groups+=(
+    "Neutron and Octavia: python3-neutron python3-octavia python3-ovn-octavia-provider"
+    "Open vSwitch and OVN (the datapath): openvswitch-switch ovn-central ovn-host"
+    "MariaDB (Neutron's database): mariadb-server python3-pymysql"
+  )
+  [[ ${STACK_KEYSTONE:-0} == 1 ]] && groups+=("Keystone: python3-keystone")
+fi
 
 missing=() what=()
 for g in "${groups[@]}"; do

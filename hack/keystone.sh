@@ -24,7 +24,7 @@ enabled = false
 password_hash_algorithm = bcrypt
 password_hash_rounds = 4
 CONF
-  local cache=$CACHE_ROOT/keystone-$(dpkg-query -W -f='${Version}' python3-keystone | tr -c 'A-Za-z0-9.\n' '_')
+  local cache=$CACHE_ROOT/keystone-$(os_version python3-keystone | tr -c 'A-Za-z0-9.\n' '_')
   if [[ ! -f $cache/keystone.sqlite ]]; then
     log "initialising Keystone (about 10 s, cached for next time)"
     local km=(keystone-manage --config-file "$d/keystone.conf")

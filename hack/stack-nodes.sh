@@ -34,7 +34,7 @@ node_dir() { echo "$STACK_DIR/nodes/$1"; }
 # node_images: the images' version and directory, built by `make images` (its binaries are static).
 node_images() {
   log "building the images (raven, raven-node, the test server and the pause image; make images)"
-  (cd "$REPO" && make -s images >"$STACK_DIR/logs/images.log" 2>&1) || { tail -20 "$STACK_DIR/logs/images.log" >&2; die "make images failed"; }
+  (cd "$REPO" && make -s images OVS_ROOT="${OS_ROOT:-/}" >"$STACK_DIR/logs/images.log" 2>&1) || { tail -20 "$STACK_DIR/logs/images.log" >&2; die "make images failed"; }
   IMAGES_VERSION=$(awk '$1 ~ /\/raven-node:/ {sub(/.*:/, "", $1); print $1; exit}' "$REPO/bin/images/images.txt")
   [[ -n $IMAGES_VERSION ]] || die "bin/images/images.txt names no raven-node image"
   (cd "$REPO" && go build -o "$STACK_DIR/bin/images" ./hack/images)

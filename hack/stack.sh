@@ -19,7 +19,18 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STACK_DIR=$(realpath -m "${STACK_DIR:-$REPO/.stack}")
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
 CACHE_ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/raven
-PY=/usr/bin/python3
+# The OpenStack release the cloud side runs: 2025.1 (Neutron 26, Octavia 16, OVN 25.03, Open vSwitch 3.5) from a
+# Debian 13 root file system (hack/build-openstack-rootfs.sh) that its daemons and tools run in by chroot
+# (hack/openstack/os-run, through the wrappers in $OS_TOOLS, first on the PATH); or zed (Neutron 21, Octavia 11,
+# OVN 23.03, Open vSwitch 3.1), the host's own Debian 12 packages: the compatibility lane.
+OPENSTACK=${STACK_OPENSTACK:-2025.1}
+OS_TOOLS=$STACK_DIR/osbin
+case $OPENSTACK in
+  2025.1) export PATH=$OS_TOOLS:$PATH ;;
+  zed) ;;
+  *) echo "STACK_OPENSTACK=$OPENSTACK: use 2025.1 (the default) or zed" >&2; exit 2 ;;
+esac
+PY=python3
 CLUSTER_ID=${RAVEN_CLUSTER_ID:-local}
 # What runs the nodes: kubelet (a real kubelet with containerd on each node, kube-scheduler, raven-node as the
 # DaemonSet of deploy/node), or hollow without the node side (hack/stack-nodes.sh).
@@ -152,6 +163,49 @@ wait_for() {
     ((SECONDS < deadline)) || { tail -30 "$STACK_DIR/logs/$name.log" >&2; die "$name not ready after ${timeout}s"; }
     sleep 0.1
   done
+}
+
+# --- The cloud side's release -------------------------------------------------------------------------------
+
+# The programs that run from the OpenStack root file system, each a wrapper in $OS_TOOLS.
+OS_PROGRAMS=(ovsdb-tool ovsdb-server ovsdb-client ovs-vswitchd ovs-vsctl ovs-appctl ovs-ofctl ovn-northd ovn-controller
+  ovn-nbctl ovn-sbctl ovn-appctl ovn-trace mariadb-install-db mariadbd mariadb python3 keystone-manage)
+
+# os_tools: builds (or finds cached) the root file system of the release and writes the wrappers that run its
+# programs: in it, with /proc, /sys, /dev, /tmp, the repository, this stack's directory and the OVN provider's
+# socket directory the host's. Sets OS_ROOT.
+os_tools() {
+  OS_ROOT=$("$REPO/hack/build-openstack-rootfs.sh")
+  local -a binds=("$REPO" "$OCTAVIA_RUN")
+  [[ $STACK_DIR == "$REPO"/* ]] || binds+=("$STACK_DIR")
+  local b t
+  mkdir -p "$OS_TOOLS" "$OCTAVIA_RUN"
+  for b in "${binds[@]}"; do mkdir -p "$OS_ROOT$b"; done
+  printf '#!/bin/sh
+exec %q %q %s -- "$@"
+' "$REPO/hack/openstack/os-run" "$OS_ROOT" "$(printf '%q ' "${binds[@]}")" >"$OS_TOOLS/os-run"
+  chmod +x "$OS_TOOLS/os-run"
+  for t in "${OS_PROGRAMS[@]}"; do
+    printf '#!/bin/sh
+exec %q %s "$@"
+' "$OS_TOOLS/os-run" "$t" >"$OS_TOOLS/$t"
+    chmod +x "$OS_TOOLS/$t"
+  done
+  echo "$OS_ROOT" >"$STACK_DIR/openstack-root"
+}
+
+# os_run CMD...: CMD of the root file system (the host's on the zed lane), for programs without a wrapper.
+os_run() {
+  if [[ $OPENSTACK == zed ]]; then "$@"; else "$OS_TOOLS/os-run" "$@"; fi
+}
+
+# os_version PACKAGE: the version of a package the cloud side runs.
+os_version() {
+  if [[ $OPENSTACK == zed ]]; then
+    dpkg-query -W -f='${Version}' "$1"
+  else
+    awk -v p="$1" '$1 == p {print $2}' "$(<"$STACK_DIR/openstack-root")/.raven-manifest"
+  fi
 }
 
 # --- Open vSwitch + OVN -------------------------------------------------------------------------------------
@@ -382,7 +436,7 @@ up() {
   local t0=$SECONDS
   local bins cni=${STACK_CNI:-1}
   bins=$("$REPO/hack/build-k8s.sh")
-  "$REPO/hack/install-openstack.sh"
+  STACK_OPENSTACK=$OPENSTACK "$REPO/hack/install-openstack.sh"
 
   rm -rf "$STACK_DIR"
   mkdir -p "$STACK_DIR"/{pids,logs,pki,bin,neutron,octavia/certs/store,kcm-certs} "$OVS_RUNDIR" "$OVN_RUNDIR"
@@ -390,6 +444,10 @@ up() {
   mkdir -p "$shm" && echo "$shm" >"$STACK_DIR/shm"
   ln -s "$shm" "$STACK_DIR/state"
   mkdir -p "$OVS_DBDIR"
+  if [[ $OPENSTACK != zed ]]; then
+    os_tools
+    log "the cloud side runs OpenStack $OPENSTACK from $OS_ROOT"
+  fi
   choose_datapath_netns
   if [[ $cni == 0 ]]; then
     # A kubelet needs a network plugin to run pods; without one, pods are bound to nodes that never run them.
@@ -530,7 +588,9 @@ export STACK_CNI=$cni
 export STACK_LB_PROVIDER=$LB_PROVIDER
 export STACK_NODES=$nodes
 export STACK_NODE_RUNTIME=$NODE_RUNTIME
+export STACK_OPENSTACK=$OPENSTACK
 ENV
+  [[ $OPENSTACK == zed ]] || echo "export STACK_TOOLS=$OS_TOOLS" >>"$STACK_DIR/env"
   if ((nodes >= 2)); then
     printf 'export STACK_NODE2_NAME=%s\nexport STACK_NODE2_NETNS=%s\nexport STACK_OVS2_DB=%s\n' "$NODE2_NAME" "$NODE2_NS" "$OVS2_DB" >>"$STACK_DIR/env"
   fi
@@ -576,7 +636,11 @@ current-context: local
 KC
 }
 
-# start_mariadb PORT: Neutron's and Octavia's databases. ML2/OVN's four writing processes (api, rpc, maintenance, periodic
+# start_mariadb PORT: Neutron's and Octavia's databases. MariaDB 11.8 (2025.1's) checks repeatable-read snapshots by
+# default (innodb_snapshot_isolation, since 11.6): a transaction that writes a row another one changed since it
+# read fails with error 1020 "Record has changed since last read", which Octavia's member batch update met under
+# the OVN provider's concurrent status writes and answered with a 500. Off, as on the MariaDB releases OpenStack
+# was written against; "loose" because 10.11 (zed lane) has no such option. ML2/OVN's four writing processes (api, rpc, maintenance, periodic
 # workers) on one sqlite file made port creates take seconds under load and, worse, left ports whose OVN
 # post-commit had failed on a sqlite foreign-key error: rows without a Logical_Switch_Port, on which every later
 # update answered 500. Its data lives on tmpfs, with durability switched off: the stack is throwaway.
@@ -585,15 +649,17 @@ start_mariadb() {
   mkdir -p "$data" "$run"
   local -a as=()
   if ((EUID == 0)); then
-    chown mysql:mysql "$data" "$run" # the server runs as mysql and dies silently when it cannot write here
+    # The server runs as mysql (the root file system's user) and dies silently when it cannot write here.
+    os_run chown mysql:mysql "$data" "$run"
     as=(--user=mysql)
   fi
   mariadb-install-db "${as[@]}" --datadir="$data" --auth-root-authentication-method=normal --skip-test-db \
     >"$STACK_DIR/logs/mariadb-install.log" 2>&1 || { tail -20 "$STACK_DIR/logs/mariadb-install.log" >&2; die "mariadb-install-db failed"; }
-  start mariadb /usr/sbin/mariadbd --no-defaults "${as[@]}" --datadir="$data" --bind-address=127.0.0.1 --port="$port" \
+  start mariadb mariadbd --no-defaults "${as[@]}" --datadir="$data" --bind-address=127.0.0.1 --port="$port" \
     --socket="$run/mysqld.sock" --pid-file="$run/mysqld.pid" --skip-name-resolve --skip-log-bin \
     --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --sync-binlog=0 --innodb-buffer-pool-size=128M \
-    --max-connections=500 --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
+    --max-connections=500 --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
+    --loose-innodb-snapshot-isolation=OFF
   wait_for mariadb 60 mariadb --socket="$run/mysqld.sock" -uroot -e 'select 1'
   mariadb --socket="$run/mysqld.sock" -uroot -e 'create database neutron character set utf8mb4; create database octavia character set utf8mb4'
 }
@@ -757,7 +823,7 @@ CONF
     # died would be answered by nobody.
     mkdir -p "$OCTAVIA_RUN" && rm -f "$OCTAVIA_RUN"/{status,stats,get}.sock
     echo "$OCTAVIA_RUN" >"$STACK_DIR/octavia-run"
-    start octavia-driver-agent /usr/bin/octavia-driver-agent --config-file "$d/octavia.conf"
+    start octavia-driver-agent "$PY" "$REPO/hack/openstack/octavia_driver_agent.py" --config-file "$d/octavia.conf"
   fi
   start octavia "$PY" "$REPO/hack/openstack/octavia_allinone.py" --config-file "$d/octavia.conf"
 }
@@ -778,12 +844,7 @@ default_provider_driver = ovn
 network_driver = allowed_address_pairs_driver
 [networking]
 allow_invisible_resource_usage = true
-[neutron]
-endpoint = http://127.0.0.1:$2
-[service_auth]
-auth_type = admin_token
-endpoint = http://127.0.0.1:$2
-token = raven-stack
+$(octavia_neutron_conf "$2")
 [ovn]
 ovn_nb_connection = tcp:127.0.0.1:$3
 ovn_sb_connection = tcp:127.0.0.1:$4
@@ -793,6 +854,19 @@ stats_socket_path = $OCTAVIA_RUN/stats.sock
 get_socket_path = $OCTAVIA_RUN/get.sock
 enabled_provider_agents = ovn
 CONF
+}
+
+# octavia_neutron_conf NEUTRON-PORT: how Octavia and the OVN provider reach Neutron (which runs without Keystone).
+# Zed's clients authenticate with a fixed token from [service_auth]; 2025.1's load their keystoneauth plugin from
+# [neutron] (whose admin_token plugin's "endpoint" collides with Octavia's own [neutron] endpoint): none, with the
+# endpoint given.
+octavia_neutron_conf() {
+  if [[ $OPENSTACK == zed ]]; then
+    printf '%s\n' '[neutron]' "endpoint = http://127.0.0.1:$1" '[service_auth]' 'auth_type = admin_token' \
+      "endpoint = http://127.0.0.1:$1" 'token = raven-stack'
+    return
+  fi
+  printf '%s\n' '[neutron]' 'auth_type = none' "endpoint_override = http://127.0.0.1:$1" '[service_auth]' 'auth_type = none'
 }
 
 keystone_authtoken() { # user port

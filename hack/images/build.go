@@ -25,6 +25,7 @@ func runBuild(ctx context.Context, args []string) error {
 	binDir := fs.String("bin", "", "directory of the static binaries raven, raven-node, raven-cni and testserver")
 	outDir := fs.String("out", "", "directory to write the image tarballs and images.txt into")
 	version := fs.String("version", "", "tag of Raven's images (not latest)")
+	ovsRoot := fs.String("ovs-root", "/", "root file system whose Open vSwitch clients, with their libraries, go into the raven-node image: the one the nodes' Open vSwitch comes from")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -39,7 +40,7 @@ func runBuild(ctx context.Context, args []string) error {
 		return err
 	}
 	var list strings.Builder
-	for _, spec := range imageSpecs(*version) {
+	for _, spec := range imageSpecs(*version, *ovsRoot) {
 		line, err := buildOne(ctx, spec, *binDir, *outDir)
 		if err != nil {
 			return fmt.Errorf("image %s: %w", spec.refs[0], err)

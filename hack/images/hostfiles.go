@@ -28,7 +28,12 @@ func (h hostFiles) addWithLibs(ctx context.Context, p string) error {
 	if err := h.add(p); err != nil {
 		return err
 	}
-	out, err := exec.CommandContext(ctx, "ldd", p).CombinedOutput()
+	cmd := exec.CommandContext(ctx, "ldd", p)
+	if h.root != "/" {
+		// The root's own loader and libraries, as its programs see them.
+		cmd = exec.CommandContext(ctx, "chroot", h.root, "ldd", p)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ldd %s: %w: %s", p, err, strings.TrimSpace(string(out)))
 	}
@@ -42,6 +47,17 @@ func (h hostFiles) addWithLibs(ctx context.Context, p string) error {
 		}
 	}
 	return nil
+}
+
+// lookPath finds the program name in the root's usual PATH, as a path in the root.
+func (h hostFiles) lookPath(name string) (string, error) {
+	for _, dir := range strings.Split(strings.TrimPrefix(defaultPath, "PATH="), ":") {
+		p := path.Join(dir, name)
+		if fi, err := os.Stat(h.hostPath(p)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found in %s", name, defaultPath)
 }
 
 // add copies the file at absolute path p, with every symlink on the way to it: a binary asks for

@@ -84,3 +84,27 @@ func TestHostFilesKeepSymlinks(t *testing.T) {
 		})
 	}
 }
+
+func TestLookPath(t *testing.T) {
+	root := hostTree(t)
+	if err := os.WriteFile(filepath.Join(root, "usr/bin/not-executable"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := hostFiles{root: root, files: fileset{}}
+	for _, tc := range []struct {
+		name, want string
+		wantErr    bool
+	}{
+		// /usr/local/sbin, /usr/local/bin, /usr/sbin do not exist; /usr/bin holds it.
+		{name: "ovs-vsctl", want: "/usr/bin/ovs-vsctl"},
+		{name: "not-executable", wantErr: true},
+		{name: "absent", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := h.lookPath(tc.name)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("lookPath(%q) = %q, %v; want %q (error: %v)", tc.name, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}

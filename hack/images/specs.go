@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 )
 
@@ -26,7 +25,7 @@ var ovsTools = []string{"ovs-vsctl", "ovs-appctl", "ovsdb-client"}
 
 // imageSpecs are Raven's images at version; the nginx and pause tags are the names clusters and tests
 // ask for, served by our testserver instead.
-func imageSpecs(version string) []imageSpec {
+func imageSpecs(version, ovsRoot string) []imageSpec {
 	const repo = "ghcr.io/raven-net/"
 	return []imageSpec{
 		{
@@ -39,7 +38,7 @@ func imageSpecs(version string) []imageSpec {
 		{
 			file: "raven-node.tar", refs: []string{repo + "raven-node:" + version},
 			entrypoint: []string{"/usr/local/bin/raven-node"},
-			files:      nodeFiles,
+			files:      nodeFiles(ovsRoot),
 		},
 		{
 			file: "testserver.tar", refs: []string{repo + "testserver:" + version, "docker.io/library/nginx:latest"},
@@ -71,29 +70,28 @@ func binaries(at map[string]string) func(context.Context, string) (fileset, erro
 	}
 }
 
-// nodeFiles are raven-node and raven-cni, and this machine's Open vSwitch clients at their host paths with
-// their libraries: an image built without a Docker engine has no base image and no package manager to
-// install them with, and this machine's packages are the ones its nodes run.
-func nodeFiles(ctx context.Context, binDir string) (fileset, error) {
-	fs, err := binaries(map[string]string{
-		"raven-node": "/usr/local/bin/raven-node",
-		"raven-cni":  "/usr/local/bin/raven-cni",
-	})(ctx, binDir)
-	if err != nil {
-		return nil, err
-	}
-	host := hostFiles{root: "/", files: fs}
-	for _, tool := range ovsTools {
-		p, err := exec.LookPath(tool)
+// nodeFiles are raven-node and raven-cni, and the Open vSwitch clients of the root file system ovsRoot ("/": this
+// machine's) at their paths there with their libraries: an image built without a Docker engine has no base image
+// and no package manager to install them with, and that root's packages are the ones its nodes run.
+func nodeFiles(ovsRoot string) func(context.Context, string) (fileset, error) {
+	return func(ctx context.Context, binDir string) (fileset, error) {
+		fs, err := binaries(map[string]string{
+			"raven-node": "/usr/local/bin/raven-node",
+			"raven-cni":  "/usr/local/bin/raven-cni",
+		})(ctx, binDir)
 		if err != nil {
-			return nil, fmt.Errorf("%s is needed on this machine for the raven-node image (Debian: openvswitch-common, openvswitch-switch): %w", tool, err)
-		}
-		if p, err = filepath.Abs(p); err != nil {
 			return nil, err
 		}
-		if err := host.addWithLibs(ctx, p); err != nil {
-			return nil, err
+		host := hostFiles{root: ovsRoot, files: fs}
+		for _, tool := range ovsTools {
+			p, err := host.lookPath(tool)
+			if err != nil {
+				return nil, fmt.Errorf("%s is needed in %s for the raven-node image (Debian: openvswitch-common, openvswitch-switch): %w", tool, ovsRoot, err)
+			}
+			if err := host.addWithLibs(ctx, p); err != nil {
+				return nil, err
+			}
 		}
+		return fs, nil
 	}
-	return fs, nil
 }

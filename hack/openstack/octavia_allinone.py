@@ -9,6 +9,8 @@ from wsgiref import simple_server
 
 from oslo_config import cfg
 
+import noauth_neutron  # noqa: F401  before any Octavia configuration is loaded
+
 from octavia.api import app as api_app
 from octavia.controller.queue.v2 import consumer as consumer_v2
 

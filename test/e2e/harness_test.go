@@ -82,6 +82,12 @@ func setup() error {
 		return err
 	}
 	env.cluster = "local"
+	// The stack's own Open vSwitch and OVN tools (its release's, run from its root file system) come first.
+	if tools := vars["STACK_TOOLS"]; tools != "" {
+		if err := os.Setenv("PATH", tools+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+			return err
+		}
+	}
 	if err := connect(vars); err != nil {
 		return err
 	}
