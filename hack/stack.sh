@@ -26,11 +26,10 @@ CACHE_ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/raven
 OPENSTACK=${STACK_OPENSTACK:-2025.1}
 OS_TOOLS=$STACK_DIR/osbin
 case $OPENSTACK in
-  2025.1) export PATH=$OS_TOOLS:$PATH ;;
-  zed) ;;
+  2025.1) export PATH=$OS_TOOLS:$PATH PY=$OS_TOOLS/python3 ;;
+  zed) PY=/usr/bin/python3 ;;
   *) echo "STACK_OPENSTACK=$OPENSTACK: use 2025.1 (the default) or zed" >&2; exit 2 ;;
 esac
-PY=python3
 CLUSTER_ID=${RAVEN_CLUSTER_ID:-local}
 # What runs the nodes: kubelet (a real kubelet with containerd on each node, kube-scheduler, raven-node as the
 # DaemonSet of deploy/node), or hollow without the node side (hack/stack-nodes.sh).
@@ -324,6 +323,7 @@ chassis_registered() { # [name]
 # the second node (which has no bridge to the external network) included; whenever that node holds the gateway,
 # SNAT and floating IPs stop working. The first node's options are copied where Neutron reads them; Neutron
 # reschedules gateways as soon as it sees the change. ovn-controller leaves these keys alone across restarts.
+# Zed lane only: Neutron 26 reads other_config.
 publish_gateway_chassis() {
   ovn-sbctl --db="$OVN_SB" --timeout=10 set Chassis "$NODE_NAME" \
     external_ids:ovn-bridge-mappings=public:br-ex external_ids:ovn-cms-options=enable-chassis-as-gw
@@ -545,7 +545,7 @@ up() {
   fi
   wait_for ovn-controller 30 chassis_registered
   ((nodes >= 2)) && wait_for ovn-controller-2 30 chassis_registered "$NODE2_NAME"
-  publish_gateway_chassis
+  [[ $OPENSTACK == zed ]] && publish_gateway_chassis
   # Neutron allocates router gateways and LoadBalancer floating IPs from .100 up; below stay free for the
   # addresses users ask for in a Service's externalIPs.
   log "creating the operator's external network 'public' ($EXT_CIDR, flat on br-ex; automatic addresses from .100)"

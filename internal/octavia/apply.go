@@ -83,7 +83,7 @@ const monitoredFirstLimit = 8
 
 // Delete takes a load balancer one step towards gone: with everything on it, in one request. On a provider
 // with MembersFirst, a load balancer with a few monitored pools first loses those pools' members, one pool per
-// call while it is ACTIVE (one in ERROR goes whole). Gone already is fine, and so is busy (Octavia is applying
+// call while it is ACTIVE and none of its members is PENDING_* (one in ERROR goes whole). Gone already is fine, and so is busy (Octavia is applying
 // a change): the caller asks again until the load balancer is gone.
 func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb openstack.LoadBalancer) error {
 	if prov.MembersFirst && (lb.ProvisioningStatus == "ACTIVE" || lb.ProvisioningStatus == "PENDING_UPDATE") {
@@ -92,7 +92,9 @@ func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb 
 			return openstack.IgnoreNotFound(err)
 		}
 		if pool, ok := monitoredWithMembers(tree); ok {
-			if lb.ProvisioningStatus != "ACTIVE" {
+			// A removal the provider still applies (its members PENDING_DELETE while the load balancer is
+			// ACTIVE again, see settling) is not sent again: each one sent again queued the same deletes again.
+			if lb.ProvisioningStatus != "ACTIVE" || len(Settling(Current{Members: tree.Members})) > 0 {
 				return nil
 			}
 			return ignoreGoneOrBusy(lbc.ReplaceMembers(ctx, pool, nil))

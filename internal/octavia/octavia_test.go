@@ -2,6 +2,7 @@ package octavia
 
 import (
 	"cmp"
+	"context"
 	"reflect"
 	"slices"
 	"testing"
@@ -131,6 +132,59 @@ func TestDesired(t *testing.T) {
 			got, problems := Desired(tc.svc, tc.slices, subnet, prov)
 			if !reflect.DeepEqual(got, tc.want) || len(problems) != tc.problems {
 				t.Fatalf("Desired = %+v, %v\nwant %+v with %d problems", got, problems, tc.want, tc.problems)
+			}
+		})
+	}
+}
+
+// deleteLB records what Delete asks of Octavia for one status tree.
+type deleteLB struct {
+	openstack.LoadBalancing
+	tree              openstack.StatusTree
+	replaced, deleted []string
+}
+
+func (d *deleteLB) LoadBalancerStatus(context.Context, string) (openstack.StatusTree, error) {
+	return d.tree, nil
+}
+
+func (d *deleteLB) ReplaceMembers(_ context.Context, poolID string, _ []openstack.MemberSpec) error {
+	d.replaced = append(d.replaced, poolID)
+	return nil
+}
+
+func (d *deleteLB) DeleteLoadBalancer(_ context.Context, id string) error {
+	d.deleted = append(d.deleted, id)
+	return nil
+}
+
+func TestDeleteMembersFirst(t *testing.T) {
+	monitored := map[string]openstack.MonitorStatus{"p1": {ID: "hm1"}, "p2": {ID: "hm2"}}
+	member := func(status string) openstack.Member {
+		return openstack.Member{Address: "10.244.0.2", ProtocolPort: 80, ProvisioningStatus: status}
+	}
+	cases := []struct {
+		name              string
+		lbStatus          string
+		members           map[string][]openstack.Member
+		replaced, deleted []string
+	}{
+		{"the first monitored pool with members loses them", "ACTIVE", map[string][]openstack.Member{"p1": {member("ACTIVE")}, "p2": {member("ACTIVE")}}, []string{"p1"}, nil},
+		{"then the next", "ACTIVE", map[string][]openstack.Member{"p2": {member("ACTIVE")}}, []string{"p2"}, nil},
+		{"without members it goes", "ACTIVE", map[string][]openstack.Member{}, nil, []string{"lb"}},
+		{"busy, nothing is sent", "PENDING_UPDATE", map[string][]openstack.Member{"p1": {member("ACTIVE")}}, nil, nil},
+		// ovn-octavia-provider 8.0.0: ACTIVE again while the removal waits in its queue.
+		{"a removal still applied is not sent again", "ACTIVE", map[string][]openstack.Member{"p1": {member("PENDING_DELETE")}, "p2": {member("ACTIVE")}}, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &deleteLB{tree: openstack.StatusTree{Members: tc.members, Monitors: monitored}}
+			prov, _ := ProviderNamed("ovn")
+			if err := Delete(context.Background(), d, prov, openstack.LoadBalancer{ID: "lb", ProvisioningStatus: tc.lbStatus}); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(d.replaced, tc.replaced) || !reflect.DeepEqual(d.deleted, tc.deleted) {
+				t.Fatalf("members removed from %v, deleted %v; want %v, %v", d.replaced, d.deleted, tc.replaced, tc.deleted)
 			}
 		})
 	}

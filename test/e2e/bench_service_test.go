@@ -59,8 +59,10 @@ func TestBenchmarkServices(t *testing.T) {
 	n := *benchSvcEndpoints
 	createServingDeployment(t, ns, "web", int32(n))
 	createServingDeployment(t, ns, "one", 1)
+	createServingDeployment(t, ns, "spare", int32(*benchSvcChurn))
 	web := readyBackends(t, ns, "web", n)
 	one := readyBackends(t, ns, "one", 1)
+	spare := readyBackends(t, ns, "spare", *benchSvcChurn)
 	serviceSubnet, podSubnet := benchSubnets(t, ns)
 	t.Logf("%d backends ready; service subnet %s, pod subnet %s", n, serviceSubnet, podSubnet)
 
@@ -101,8 +103,12 @@ func TestBenchmarkServices(t *testing.T) {
 	out := filepath.Join(env.repo, *benchSvcOut)
 	writeResultsTo(t, out, res, nil) // each phase's figures are kept even if a later phase fails
 
-	// ---- churn: 10 % of the backends replaced at once.
+	// ---- churn: 10 % of the backends replaced at once. The floor first: the same replacement made by hand in
+	// one batch call on a load balancer built by hand with the same backends and health monitor.
 	old := names(web)[:*benchSvcChurn]
+	floorAvoid, floorReach := floorChurn(t, serviceSubnet, podSubnet, web, old, spare, client)
+	put("churn.floor_avoids_old_s", floorAvoid.Seconds())
+	put("churn.floor_reaches_new_s", floorReach.Seconds())
 	churnStart := time.Now()
 	for _, p := range old {
 		if err := env.kube.CoreV1().Pods(ns).Delete(ctx, p, metav1.DeleteOptions{}); err != nil {
@@ -114,8 +120,16 @@ func TestBenchmarkServices(t *testing.T) {
 	put("churn.floor_endpointslices_s", slicesS.Seconds())
 	put("churn.raven_avoids_old_s", avoid.Seconds())
 	put("churn.raven_reaches_new_s", reachNew.Seconds())
-	t.Logf("churn of %d of %d: EndpointSlices showed the change after %.1f s (the Kubernetes floor); traffic avoided the old backends after %.1f s and had reached every new one after %.1f s",
-		len(old), n, slicesS.Seconds(), avoid.Seconds(), reachNew.Seconds())
+	// Raven starts when Kubernetes has the new set; the floor when its one call is sent.
+	avoidAfter, reachAfter := max(avoid-slicesS, 0), max(reachNew-slicesS, 0)
+	put("churn.raven_avoids_old_after_slices_s", avoidAfter.Seconds())
+	put("churn.raven_reaches_new_after_slices_s", reachAfter.Seconds())
+	res["churn.verdict_avoid_within_2s_of_floor"] = avoidAfter <= floorAvoid+2*time.Second
+	res["churn.verdict_reach_within_2s_of_floor"] = reachAfter <= floorReach+2*time.Second
+	res["churn.verdict_whole_within_10s_of_slices"] = max(avoidAfter, reachAfter) <= 10*time.Second
+	t.Logf("churn of %d of %d: the floor (one batch call by hand) avoided the old backends after %.1f s and reached every new one after %.1f s; "+
+		"EndpointSlices showed the change after %.1f s (the Kubernetes floor); through Raven, traffic avoided the old backends after %.1f s and had reached every new one after %.1f s (%.1f s and %.1f s after the EndpointSlices)",
+		len(old), n, floorAvoid.Seconds(), floorReach.Seconds(), slicesS.Seconds(), avoid.Seconds(), reachNew.Seconds(), avoidAfter.Seconds(), reachAfter.Seconds())
 	writeResultsTo(t, out, res, nil)
 	deleteServiceAndWait(t, ns, svc)
 
@@ -264,6 +278,105 @@ func floorLoadBalancer(t testing.TB, subnet string, graph []openstack.ListenerGr
 		return false, nil
 	})
 	return took, r.at, calls
+}
+
+// floorChurn is the churn's floor: a load balancer built by hand with backends (one create) and a health monitor
+// like Raven's, serving them all; then the backends named old are replaced with spare in one batch call by hand.
+// From that call: when a round of connections from client was first answered without error and by no old
+// backend, and when every spare one had answered. The load balancer is deleted after.
+func floorChurn(t testing.TB, subnet, podSubnet string, backends map[string]string, old []string, spare map[string]string, client string) (avoid, reachNew time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	lbc := env.os.LoadBalancing
+	var members, replaced []openstack.MemberSpec
+	for ip, name := range backends {
+		m := openstack.MemberSpec{Address: ip, ProtocolPort: 80, SubnetID: podSubnet}
+		members = append(members, m)
+		if !slices.Contains(old, name) {
+			replaced = append(replaced, m)
+		}
+	}
+	for ip := range spare {
+		replaced = append(replaced, openstack.MemberSpec{Address: ip, ProtocolPort: 80, SubnetID: podSubnet})
+	}
+	vip := freeServiceAddress(t, subnet)
+	lb, err := lbc.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{Name: "bench-floor-churn-" + randSuffix(), VipSubnetID: subnet,
+		VipAddress: vip, Provider: "ovn", Listeners: []openstack.ListenerGraph{{
+			Listener: openstack.ListenerSpec{Name: "floor:80", Protocol: "TCP", ProtocolPort: 80},
+			Pool:     openstack.PoolSpec{Name: "floor:80/tcp", Protocol: "TCP", LBAlgorithm: "SOURCE_IP_PORT"},
+			Members:  members,
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteLoadBalancerAndWait(t, lb.ID) })
+	var poolID string
+	eventually(t, svcPhaseTimeout, "the floor's load balancer ACTIVE with its pool", func() (bool, error) {
+		got, err := lbc.GetLoadBalancer(ctx, lb.ID)
+		if err != nil || got.ProvisioningStatus != "ACTIVE" {
+			return false, err
+		}
+		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
+		for id := range tree.Members {
+			poolID = id
+		}
+		return poolID != "", err
+	})
+	if err := lbc.CreateMonitor(ctx, openstack.MonitorSpec{PoolID: poolID, Name: "floor", Type: "TCP", Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, svcPhaseTimeout, "the floor's health monitor ONLINE", func() (bool, error) {
+		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
+		m, ok := tree.Monitors[poolID]
+		return ok && m.ProvisioningStatus == "ACTIVE" && m.OperatingStatus == "ONLINE", err
+	})
+	addr := net.JoinHostPort(vip, "80")
+	reachAll(t, client, addr, names(backends))
+	eventually(t, svcPhaseTimeout, "the floor's load balancer ACTIVE before the churn", func() (bool, error) {
+		got, err := lbc.GetLoadBalancer(ctx, lb.ID)
+		return err == nil && got.ProvisioningStatus == "ACTIVE", err
+	})
+
+	start := time.Now()
+	if err := lbc.ReplaceMembers(ctx, poolID, replaced); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for time.Since(start) < svcPhaseTimeout {
+		if cleanRound(client, addr, old, 3*len(backends), seen) && avoid == 0 {
+			avoid = time.Since(start)
+		}
+		if reachNew == 0 && allSeen(seen, names(spare)) {
+			reachNew = time.Since(start)
+		}
+		if avoid > 0 && reachNew > 0 {
+			return avoid, reachNew
+		}
+	}
+	t.Fatalf("floor churn: after %s avoid=%s reachNew=%s", svcPhaseTimeout, avoid, reachNew)
+	return
+}
+
+// deleteLoadBalancerAndWait deletes a load balancer made by hand (cascade) once Octavia lets it, and waits until
+// it is gone.
+func deleteLoadBalancerAndWait(t testing.TB, id string) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, svcPhaseTimeout, "the floor's load balancer deleted", func() (bool, error) {
+		got, err := env.os.LoadBalancing.GetLoadBalancer(ctx, id)
+		if openstack.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if got.ProvisioningStatus == "ACTIVE" || got.ProvisioningStatus == "ERROR" {
+			if err := env.os.LoadBalancing.DeleteLoadBalancer(ctx, id); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
+				return false, err
+			}
+		}
+		return false, nil
+	})
 }
 
 // freeServiceAddress is an address of the service subnet that no Service and no Neutron port holds, from the
