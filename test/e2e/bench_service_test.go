@@ -286,8 +286,6 @@ func floorLoadBalancer(t testing.TB, subnet string, graph []openstack.ListenerGr
 // backend, and when every spare one had answered. The load balancer is deleted after.
 func floorChurn(t testing.TB, subnet, podSubnet string, backends map[string]string, old []string, spare map[string]string, client string) (avoid, reachNew time.Duration) {
 	t.Helper()
-	ctx := context.Background()
-	lbc := env.os.LoadBalancing
 	var members, replaced []openstack.MemberSpec
 	for ip, name := range backends {
 		m := openstack.MemberSpec{Address: ip, ProtocolPort: 80, SubnetID: podSubnet}
@@ -299,46 +297,12 @@ func floorChurn(t testing.TB, subnet, podSubnet string, backends map[string]stri
 	for ip := range spare {
 		replaced = append(replaced, openstack.MemberSpec{Address: ip, ProtocolPort: 80, SubnetID: podSubnet})
 	}
-	vip := freeServiceAddress(t, subnet)
-	lb, err := lbc.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{Name: "bench-floor-churn-" + randSuffix(), VipSubnetID: subnet,
-		VipAddress: vip, Provider: "ovn", Listeners: []openstack.ListenerGraph{{
-			Listener: openstack.ListenerSpec{Name: "floor:80", Protocol: "TCP", ProtocolPort: 80},
-			Pool:     openstack.PoolSpec{Name: "floor:80/tcp", Protocol: "TCP", LBAlgorithm: "SOURCE_IP_PORT"},
-			Members:  members,
-		}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deleteLoadBalancerAndWait(t, lb.ID) })
-	var poolID string
-	eventually(t, svcPhaseTimeout, "the floor's load balancer ACTIVE with its pool", func() (bool, error) {
-		got, err := lbc.GetLoadBalancer(ctx, lb.ID)
-		if err != nil || got.ProvisioningStatus != "ACTIVE" {
-			return false, err
-		}
-		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
-		for id := range tree.Members {
-			poolID = id
-		}
-		return poolID != "", err
-	})
-	if err := lbc.CreateMonitor(ctx, openstack.MonitorSpec{PoolID: poolID, Name: "floor", Type: "TCP", Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, svcPhaseTimeout, "the floor's health monitor ONLINE", func() (bool, error) {
-		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
-		m, ok := tree.Monitors[poolID]
-		return ok && m.ProvisioningStatus == "ACTIVE" && m.OperatingStatus == "ONLINE", err
-	})
+	vip, poolID := monitoredFloorLB(t, subnet, members)
 	addr := net.JoinHostPort(vip, "80")
 	reachAll(t, client, addr, names(backends))
-	eventually(t, svcPhaseTimeout, "the floor's load balancer ACTIVE before the churn", func() (bool, error) {
-		got, err := lbc.GetLoadBalancer(ctx, lb.ID)
-		return err == nil && got.ProvisioningStatus == "ACTIVE", err
-	})
 
 	start := time.Now()
-	if err := lbc.ReplaceMembers(ctx, poolID, replaced); err != nil {
+	if err := env.os.LoadBalancing.ReplaceMembers(context.Background(), poolID, replaced); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
@@ -355,6 +319,48 @@ func floorChurn(t testing.TB, subnet, podSubnet string, backends map[string]stri
 	}
 	t.Fatalf("floor churn: after %s avoid=%s reachNew=%s", svcPhaseTimeout, avoid, reachNew)
 	return
+}
+
+// monitoredFloorLB builds a load balancer by hand on the service subnet with one TCP port over members, in one
+// create, and gives its pool a health monitor like Raven's; it returns once the monitor is ONLINE and the load
+// balancer ACTIVE, with its VIP and pool. It is deleted when the test ends.
+func monitoredFloorLB(t testing.TB, subnet string, members []openstack.MemberSpec) (vip, poolID string) {
+	t.Helper()
+	ctx := context.Background()
+	lbc := env.os.LoadBalancing
+	vip = freeServiceAddress(t, subnet)
+	lb, err := lbc.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{Name: "bench-floor-churn-" + randSuffix(), VipSubnetID: subnet,
+		VipAddress: vip, Provider: "ovn", Listeners: []openstack.ListenerGraph{{
+			Listener: openstack.ListenerSpec{Name: "floor:80", Protocol: "TCP", ProtocolPort: 80},
+			Pool:     openstack.PoolSpec{Name: "floor:80/tcp", Protocol: "TCP", LBAlgorithm: "SOURCE_IP_PORT"},
+			Members:  members,
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteLoadBalancerAndWait(t, lb.ID) })
+	active := func() (bool, error) {
+		got, err := lbc.GetLoadBalancer(ctx, lb.ID)
+		return err == nil && got.ProvisioningStatus == "ACTIVE", err
+	}
+	eventually(t, svcPhaseTimeout, "the floor's load balancer ACTIVE", active)
+	tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range tree.Members {
+		poolID = id
+	}
+	if err := lbc.CreateMonitor(ctx, openstack.MonitorSpec{PoolID: poolID, Name: "floor", Type: "TCP", Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, svcPhaseTimeout, "the floor's health monitor ONLINE", func() (bool, error) {
+		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
+		m, ok := tree.Monitors[poolID]
+		return ok && m.ProvisioningStatus == "ACTIVE" && m.OperatingStatus == "ONLINE", err
+	})
+	eventually(t, svcPhaseTimeout, "the floor's load balancer ACTIVE with its monitor", active)
+	return vip, poolID
 }
 
 // deleteLoadBalancerAndWait deletes a load balancer made by hand (cascade) once Octavia lets it, and waits until
