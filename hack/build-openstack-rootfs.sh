@@ -61,9 +61,12 @@ start=$SECONDS
 rm -rf "$root"
 mv "$tmp" "$root"
 trap - EXIT
-# Roots of earlier package lists or scripts: 1.3 GB each, and no stack started after this one uses them.
+# Roots of earlier package lists or scripts (1.3 GB each) go, unless a process still runs in one (a stack started
+# before this build).
+in_use() { local p; for p in /proc/[0-9]*/root; do [[ $(readlink "$p" 2>/dev/null) == "$1" ]] && return 0; done; return 1; }
 for old in "$CACHE_ROOT/openstack-rootfs/$SUITE"-*; do
   [[ $old == "$root" || ! -d $old ]] && continue
+  in_use "$old" && { log "keeping the earlier root file system $old: a running stack uses it"; continue; }
   log "removing the earlier root file system $old"
   "${SUDO[@]}" rm -rf "$old"
 done

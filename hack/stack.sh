@@ -955,6 +955,7 @@ neutron:
   tagPortsOnCreate: "true"
 octavia:
   provider: $LB_PROVIDER
+$( [[ $OPENSTACK == zed ]] && printf '  # ovn-octavia-provider 3.0.0 (docs/operations.md, "OpenStack versions tested")\n  deleteMembersFirst: true\n')
 metricsAddr: $RAVEN_METRICS
 healthAddr: $RAVEN_HEALTH
 resyncPeriod: 30s

@@ -92,6 +92,10 @@ type Octavia struct {
 	// HealthMonitor gives every pool a health monitor (TCP, UDP-CONNECT; SCTP on amphora), so that a
 	// backend that stops answering leaves the rotation even while its pod is Ready.
 	HealthMonitor HealthMonitor `json:"healthMonitor"`
+	// DeleteMembersFirst removes the members of a load balancer's monitored pools before deleting it (see
+	// octavia.Provider.MembersFirst). Unset: the provider's default, off. Set it on ovn-octavia-provider 3.0.0
+	// (OpenStack Zed), whose agent could stall for minutes on a verdict for a deleted listener.
+	DeleteMembersFirst *bool `json:"deleteMembersFirst,omitempty"`
 }
 
 // HealthMonitor is how pools probe their members, in whole seconds as Octavia takes them.

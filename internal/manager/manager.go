@@ -178,6 +178,9 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		if err != nil {
 			return nil, err
 		}
+		if o.Octavia.DeleteMembersFirst != nil {
+			prov.MembersFirst = *o.Octavia.DeleteMembersFirst
+		}
 		if hm := o.Octavia.HealthMonitor; hm.Enabled {
 			prov.Monitor = &octavia.Monitor{Delay: hm.DelaySeconds, UDPConnectDelay: hm.UDPConnectDelaySeconds, Timeout: hm.TimeoutSeconds, MaxRetries: hm.MaxRetries, MaxRetriesDown: hm.MaxRetriesDown}
 		}

@@ -81,17 +81,25 @@ func Create(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, spe
 // (one request each); one with more is deleted whole at once, and takes the risk MembersFirst describes.
 const monitoredFirstLimit = 8
 
-// Delete takes a load balancer one step towards gone: with everything on it, in one request. On a provider
-// with MembersFirst, a load balancer with a few monitored pools first loses those pools' members, one pool per
-// call while it is ACTIVE and none of its members is PENDING_* (one in ERROR goes whole). Gone already is fine, and so is busy (Octavia is applying
-// a change): the caller asks again until the load balancer is gone.
+// Delete takes a load balancer one step towards gone: with everything on it, in one request. Before that, while
+// the load balancer is ACTIVE: on a provider with MonitorsFirst, its health monitors go, one per call; on one
+// with MembersFirst instead, a load balancer with a few monitored pools loses those pools' members, one pool
+// per call while none of its members is PENDING_* (one in ERROR goes whole). Gone already is fine, and so is
+// busy (Octavia is applying a change): the caller asks again until the load balancer is gone.
 func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb openstack.LoadBalancer) error {
-	if prov.MembersFirst && (lb.ProvisioningStatus == "ACTIVE" || lb.ProvisioningStatus == "PENDING_UPDATE") {
+	if (prov.MembersFirst || prov.MonitorsFirst) && (lb.ProvisioningStatus == "ACTIVE" || lb.ProvisioningStatus == "PENDING_UPDATE") {
 		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
 		if err != nil {
 			return openstack.IgnoreNotFound(err)
 		}
-		if pool, ok := monitoredWithMembers(tree); ok {
+		if prov.MonitorsFirst && !prov.MembersFirst && len(tree.Monitors) > 0 {
+			if lb.ProvisioningStatus != "ACTIVE" {
+				return nil
+			}
+			pool := slices.Sorted(maps.Keys(tree.Monitors))[0]
+			return ignoreGoneOrBusy(lbc.DeleteMonitor(ctx, tree.Monitors[pool].ID))
+		}
+		if pool, ok := monitoredWithMembers(tree); ok && prov.MembersFirst {
 			// A removal the provider still applies (its members PENDING_DELETE while the load balancer is
 			// ACTIVE again, see settling) is not sent again: each one sent again queued the same deletes again.
 			if lb.ProvisioningStatus != "ACTIVE" || len(Settling(Current{Members: tree.Members})) > 0 {

@@ -140,8 +140,8 @@ func TestDesired(t *testing.T) {
 // deleteLB records what Delete asks of Octavia for one status tree.
 type deleteLB struct {
 	openstack.LoadBalancing
-	tree              openstack.StatusTree
-	replaced, deleted []string
+	tree                            openstack.StatusTree
+	replaced, deleted, monitorsGone []string
 }
 
 func (d *deleteLB) LoadBalancerStatus(context.Context, string) (openstack.StatusTree, error) {
@@ -150,6 +150,11 @@ func (d *deleteLB) LoadBalancerStatus(context.Context, string) (openstack.Status
 
 func (d *deleteLB) ReplaceMembers(_ context.Context, poolID string, _ []openstack.MemberSpec) error {
 	d.replaced = append(d.replaced, poolID)
+	return nil
+}
+
+func (d *deleteLB) DeleteMonitor(_ context.Context, id string) error {
+	d.monitorsGone = append(d.monitorsGone, id)
 	return nil
 }
 
@@ -180,11 +185,38 @@ func TestDeleteMembersFirst(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &deleteLB{tree: openstack.StatusTree{Members: tc.members, Monitors: monitored}}
 			prov, _ := ProviderNamed("ovn")
+			prov.MembersFirst = true // octavia.deleteMembersFirst
 			if err := Delete(context.Background(), d, prov, openstack.LoadBalancer{ID: "lb", ProvisioningStatus: tc.lbStatus}); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(d.replaced, tc.replaced) || !reflect.DeepEqual(d.deleted, tc.deleted) {
 				t.Fatalf("members removed from %v, deleted %v; want %v, %v", d.replaced, d.deleted, tc.replaced, tc.deleted)
+			}
+		})
+	}
+}
+
+func TestDeleteMonitorsFirst(t *testing.T) {
+	members := map[string][]openstack.Member{"p1": {{Address: "10.244.0.2", ProtocolPort: 80, ProvisioningStatus: "ACTIVE"}}}
+	cases := []struct {
+		name                  string
+		lbStatus              string
+		monitors              map[string]openstack.MonitorStatus
+		monitorsGone, deleted []string
+	}{
+		{"the first monitor goes", "ACTIVE", map[string]openstack.MonitorStatus{"p2": {ID: "hm2"}, "p1": {ID: "hm1"}}, []string{"hm1"}, nil},
+		{"busy, nothing is sent", "PENDING_UPDATE", map[string]openstack.MonitorStatus{"p1": {ID: "hm1"}}, nil, nil},
+		{"without monitors the load balancer goes, members and all", "ACTIVE", map[string]openstack.MonitorStatus{}, nil, []string{"lb"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &deleteLB{tree: openstack.StatusTree{Members: members, Monitors: tc.monitors}}
+			prov, _ := ProviderNamed("ovn")
+			if err := Delete(context.Background(), d, prov, openstack.LoadBalancer{ID: "lb", ProvisioningStatus: tc.lbStatus}); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(d.monitorsGone, tc.monitorsGone) || !reflect.DeepEqual(d.deleted, tc.deleted) || d.replaced != nil {
+				t.Fatalf("monitors deleted %v, load balancers %v, members removed %v; want %v, %v, none", d.monitorsGone, d.deleted, d.replaced, tc.monitorsGone, tc.deleted)
 			}
 		})
 	}

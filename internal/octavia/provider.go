@@ -30,8 +30,16 @@ type Provider struct {
 	// pass over every member of the pool (ovn-octavia-provider 3.0.0 maps each member's health-check source
 	// again, with Neutron calls). Several member changes then go faster without the monitor, made again after.
 	MonitorSlowsMembers bool
-	// MembersFirst: the monitored pools of a load balancer lose their members before it goes.
-	// ovn-octavia-provider 3.0.0's agent may report a member's health-check verdict after a cascade delete has
+	// MonitorsFirst: a load balancer's health monitors go, one request each, before it does. ovn-octavia-provider
+	// 8.0.0 (2025.1) makes a health-check port per member subnet (ovn-lb-hm-<subnet>, device owner
+	// ovn-lb-hm:distributed) and deletes it when the subnet's last monitor goes; a cascade delete of a
+	// load balancer with members fails on its way (handle_member_dvr finds no OVN load balancer) and leaves that
+	// port, and so does removing the members first: the port then holds the namespace's subnet, which Raven cannot
+	// delete. Its agent drops a verdict for a member it cannot find.
+	MonitorsFirst bool
+	// MembersFirst: the monitored pools of a load balancer lose their members before it goes (then MonitorsFirst
+	// does not apply). Off by default, on with the configuration's octavia.deleteMembersFirst. ovn-octavia-provider
+	// 3.0.0's agent may report a member's health-check verdict after a cascade delete has
 	// removed its listener (a verdict it took from a service monitor that changed, or went, while the delete
 	// waited in its queue); Octavia refuses that status, and the agent retries it for about 12 minutes (15
 	// tries, backing off to 75 s) while every other event waits behind it: floating IPs on new VIPs are not
@@ -54,7 +62,7 @@ var providers = map[string]Provider{
 		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT", "SCTP": "SCTP"}},
 	// OVN load balancers hash the 5-tuple: SOURCE_IP_PORT is the one algorithm the provider accepts. Its
 	// health checks are OVN service monitors: TCP and UDP only.
-	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT", MembersFirst: true,
+	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT", MonitorsFirst: true,
 		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}},
 }
 

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -235,11 +236,14 @@ func TestServiceDeletedMembersFirst(t *testing.T) {
 	three := []svcPort{http, dns, metrics}
 	for _, tc := range []struct {
 		provider     string
-		poolsEmptied int // monitored pools whose members are removed, one by one, before the load balancer goes
-	}{{"ovn", 3}, {"amphora", 0}} {
-		t.Run("a deleted Service on "+tc.provider+" loses its load balancer, its monitored pools' members first where the provider needs it", func(t *testing.T) {
+		membersFirst bool // octavia.deleteMembersFirst
+		poolsEmptied int  // monitored pools whose members are removed, one by one, before the load balancer goes
+		monitorsGone int  // monitors deleted, one by one, before the load balancer goes
+	}{{"ovn", true, 3, 0}, {"ovn", false, 0, 3}, {"amphora", false, 0, 0}} {
+		t.Run(fmt.Sprintf("a deleted Service on %s (members first: %v) loses its load balancer, its monitors or monitored pools' members first", tc.provider, tc.membersFirst), func(t *testing.T) {
 			w := newWorld(t, service(nil, three...), endpoints(three, []string{"10.244.0.5"}))
 			w.r.Provider = provider(t, tc.provider)
+			w.r.Provider.MembersFirst = tc.membersFirst
 			w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, UDPConnectDelay: 3, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
 			w.mustConverge(t)
 			podPorts := len(w.n.Ports)
@@ -251,9 +255,9 @@ func TestServiceDeletedMembersFirst(t *testing.T) {
 			w.mustConverge(t)
 			checkTornDown(t, w, podPorts)
 			got := w.o.Calls["ReplaceMembers"] - replaced
-			if got != tc.poolsEmptied || w.o.Calls["DeleteMonitor"] != 0 || w.o.Calls["DeleteLoadBalancer"] != 1 {
-				t.Fatalf("%d member replacements, %d monitor deletes and %d load balancer deletes; want %d, 0 and 1",
-					got, w.o.Calls["DeleteMonitor"], w.o.Calls["DeleteLoadBalancer"], tc.poolsEmptied)
+			if got != tc.poolsEmptied || w.o.Calls["DeleteMonitor"] != tc.monitorsGone || w.o.Calls["DeleteLoadBalancer"] != 1 {
+				t.Fatalf("%d member replacements, %d monitor deletes and %d load balancer deletes; want %d, %d and 1",
+					got, w.o.Calls["DeleteMonitor"], w.o.Calls["DeleteLoadBalancer"], tc.poolsEmptied, tc.monitorsGone)
 			}
 		})
 	}
