@@ -174,15 +174,9 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 	}
 	if o.Controllers.Services {
 		svcRepairs := make(chan event.GenericEvent, 256)
-		prov, err := octavia.ProviderNamed(o.Octavia.Provider)
+		prov, err := configuredProvider(o.Octavia)
 		if err != nil {
 			return nil, err
-		}
-		if o.Octavia.DeleteMembersFirst != nil {
-			prov.MembersFirst = *o.Octavia.DeleteMembersFirst
-		}
-		if hm := o.Octavia.HealthMonitor; hm.Enabled {
-			prov.Monitor = &octavia.Monitor{Delay: hm.DelaySeconds, UDPConnectDelay: hm.UDPConnectDelaySeconds, Timeout: hm.TimeoutSeconds, MaxRetries: hm.MaxRetries, MaxRetriesDown: hm.MaxRetriesDown}
 		}
 		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Provider: prov, Gate: gate, Recorder: recorder}
 		if err := r.SetupWithManager(mgr, min(o.Workers, 8), svcRepairs); err != nil {
@@ -332,4 +326,19 @@ func slimPod(obj any) (any, error) {
 	}
 	slim.ManagedFields = nil
 	return slim, nil
+}
+
+// configuredProvider is the Octavia provider the configuration names, with its health monitors and delete order.
+func configuredProvider(o config.Octavia) (octavia.Provider, error) {
+	prov, err := octavia.ProviderNamed(o.Provider)
+	if err != nil {
+		return prov, err
+	}
+	if o.DeleteMembersFirst != nil {
+		prov.MembersFirst = *o.DeleteMembersFirst
+	}
+	if hm := o.HealthMonitor; hm.Enabled {
+		prov.Monitor = &octavia.Monitor{Delay: hm.DelaySeconds, UDPConnectDelay: hm.UDPConnectDelaySeconds, Timeout: hm.TimeoutSeconds, MaxRetries: hm.MaxRetries, MaxRetriesDown: hm.MaxRetriesDown}
+	}
+	return prov, nil
 }
