@@ -3,7 +3,7 @@
 # OVN 25.03, Open vSwitch 3.5, MariaDB and Keystone, as Debian 13 (trixie) packages them, made with mmdebstrap
 # (Debian's own tool) so that the host keeps its own release. The stack runs these daemons in it by chroot
 # (hack/stack.sh, os_run). Built once per package list and script, cached like the Kubernetes binaries:
-#   $XDG_CACHE_HOME/raven/openstack-rootfs/<suite>-<hash>
+#   $XDG_CACHE_HOME/raven/openstack-rootfs/<suite>-<hash of FORMAT, suite and packages>
 # Prints the root's path on stdout; progress goes to stderr. About 2-3 min and 1.3 GB on a fresh machine.
 set -euo pipefail
 
@@ -18,12 +18,13 @@ PACKAGES=(
   iproute2 procps
 )
 
-log() { printf '[openstack-rootfs %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# FORMAT changes when what the build makes changes (its command, the manifest); with the suite and the packages
+# it names the cached root.
+FORMAT=1
 
-key=$( {
-  cat "${BASH_SOURCE[0]}"
-  printf '%s\n' "$SUITE" "${PACKAGES[@]}"
-} | sha256sum | cut -c1-12)
+log() { printf '[build-openstack-rootfs %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+key=$(printf '%s\n' "$FORMAT" "$SUITE" "${PACKAGES[@]}" | sha256sum | cut -c1-12)
 root=$CACHE_ROOT/openstack-rootfs/$SUITE-$key
 if [[ -f $root/.raven-manifest ]]; then
   echo "$root"
