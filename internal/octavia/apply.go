@@ -84,7 +84,7 @@ const monitoredFirstLimit = 8
 // Delete takes a load balancer one step towards gone: with everything on it, in one request. Before that, while
 // the load balancer is ACTIVE: on a provider with MonitorsFirst, its health monitors go, one per call; on one
 // with MembersFirst instead, a load balancer with a few monitored pools loses those pools' members, one pool
-// per call while none of its members is PENDING_* (one in ERROR goes whole). Gone already is fine, and so is
+// per call (one in ERROR goes whole). Gone already is fine, and so is
 // busy (Octavia is applying a change): the caller asks again until the load balancer is gone.
 func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb openstack.LoadBalancer) error {
 	if (prov.MembersFirst || prov.MonitorsFirst) && (lb.ProvisioningStatus == "ACTIVE" || lb.ProvisioningStatus == "PENDING_UPDATE") {
@@ -100,9 +100,7 @@ func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb 
 			return ignoreGoneOrBusy(lbc.DeleteMonitor(ctx, tree.Monitors[pool].ID))
 		}
 		if pool, ok := monitoredWithMembers(tree); ok && prov.MembersFirst {
-			// A removal the provider still applies (its members PENDING_DELETE while the load balancer is
-			// ACTIVE again, see settling) is not sent again: each one sent again queued the same deletes again.
-			if lb.ProvisioningStatus != "ACTIVE" || len(Settling(Current{Members: tree.Members})) > 0 {
+			if lb.ProvisioningStatus != "ACTIVE" {
 				return nil
 			}
 			return ignoreGoneOrBusy(lbc.ReplaceMembers(ctx, pool, nil))

@@ -1,9 +1,11 @@
 package octavia
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/raven-net/raven/internal/openstack"
 )
@@ -124,6 +126,43 @@ func Settling(cur Current) []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// SettleLimit is how long a pool may stay settling before its change is sent again: a provider that lost a
+// request leaves its member PENDING_* for good (ovn-octavia-provider 3.0.0 after Octavia was stopped and
+// started: a member PENDING_CREATE for 4 min, until the test gave up), and waiting for it would hold the pool.
+const SettleLimit = 20 * time.Second
+
+// ExpireSettling returns cur with the members of each pool that has been settling for longer than limit shown as
+// settled, so that Plan sends its change again. since holds when each pool was first seen settling; it is
+// updated (pools no longer settling leave it).
+func ExpireSettling(cur Current, since map[string]time.Time, now time.Time, limit time.Duration) Current {
+	settlingNow := Settling(cur)
+	for id := range since {
+		if !slices.Contains(settlingNow, id) {
+			delete(since, id)
+		}
+	}
+	out, cloned := cur, false
+	for _, id := range settlingNow {
+		first, ok := since[id]
+		if !ok {
+			since[id] = now
+			continue
+		}
+		if now.Sub(first) < limit {
+			continue
+		}
+		if !cloned {
+			out.Members, cloned = maps.Clone(cur.Members), true
+		}
+		members := slices.Clone(cur.Members[id])
+		for i := range members {
+			members[i].ProvisioningStatus = "ACTIVE"
+		}
+		out.Members[id] = members
+	}
 	return out
 }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -178,8 +179,6 @@ func TestDeleteMembersFirst(t *testing.T) {
 		{"then the next", "ACTIVE", map[string][]openstack.Member{"p2": {member("ACTIVE")}}, []string{"p2"}, nil},
 		{"without members it goes", "ACTIVE", map[string][]openstack.Member{}, nil, []string{"lb"}},
 		{"busy, nothing is sent", "PENDING_UPDATE", map[string][]openstack.Member{"p1": {member("ACTIVE")}}, nil, nil},
-		// ovn-octavia-provider 8.0.0: ACTIVE again while the removal waits in its queue.
-		{"a removal still applied is not sent again", "ACTIVE", map[string][]openstack.Member{"p1": {member("PENDING_DELETE")}, "p2": {member("ACTIVE")}}, nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,6 +218,35 @@ func TestDeleteMonitorsFirst(t *testing.T) {
 				t.Fatalf("monitors deleted %v, load balancers %v, members removed %v; want %v, %v, none", d.monitorsGone, d.deleted, d.replaced, tc.monitorsGone, tc.deleted)
 			}
 		})
+	}
+}
+
+func TestExpireSettling(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	pending := map[string][]openstack.Member{"p1": {{Address: "10.244.0.2", ProtocolPort: 80, ProvisioningStatus: "PENDING_CREATE"}}}
+	since := map[string]time.Time{"gone": t0}
+	for _, tc := range []struct {
+		at       time.Duration
+		members  map[string][]openstack.Member
+		settling bool
+	}{
+		{0, pending, true},                         // first seen
+		{SettleLimit - time.Second, pending, true}, // still within the limit
+		{SettleLimit, pending, false},              // held for the limit: sent again
+		{SettleLimit + time.Second, map[string][]openstack.Member{}, false},
+		{SettleLimit + 2*time.Second, pending, true}, // settling again: a new wait
+	} {
+		cur := Current{Members: tc.members}
+		got := ExpireSettling(cur, since, t0.Add(tc.at), SettleLimit)
+		if s := len(Settling(got)) > 0; s != tc.settling {
+			t.Fatalf("at %v: settling %v, want %v (since %v)", tc.at, s, tc.settling, since)
+		}
+		if _, ok := since["gone"]; ok {
+			t.Fatal("a pool no longer settling stayed in since")
+		}
+		if len(Settling(cur)) != len(Settling(Current{Members: tc.members})) || (len(tc.members["p1"]) > 0 && tc.members["p1"][0].ProvisioningStatus != "PENDING_CREATE") {
+			t.Fatal("ExpireSettling changed its argument")
+		}
 	}
 }
 

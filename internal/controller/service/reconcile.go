@@ -44,8 +44,11 @@ type Reconciler struct {
 	LB      openstack.LoadBalancing
 	// Provider is the Octavia provider every load balancer is asked for, with what it accepts.
 	Provider octavia.Provider
-	Gate     *controller.Gate
-	Recorder events.EventRecorder
+	// settlingSince holds when each pool was first seen with a member change the provider had not finished.
+	settleMu      sync.Mutex
+	settlingSince map[string]time.Time
+	Gate          *controller.Gate
+	Recorder      events.EventRecorder
 
 	// refusals remembers the changes Octavia refused, by Service UID and step, so that they are asked again
 	// only after refusalRetry and not before every other change of the plan. In memory only: after a
@@ -160,6 +163,7 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	cur = r.expireSettling(ctx, cur)
 	applied, retry, err := r.applyNext(ctx, svc, lb, octavia.Plan(want, cur))
 	if err != nil {
 		return reconcile.Result{}, err
@@ -477,4 +481,19 @@ func (r *Reconciler) ensureFloatingIP(ctx context.Context, svc *corev1.Service, 
 		r.event(svc, "FloatingIPCreated", "Create", "floating IP %s on VIP %s", fip.FloatingIP, svc.Spec.ClusterIP)
 	}
 	return fip, nil
+}
+
+// expireSettling lets a pool that has waited octavia.SettleLimit for the provider to finish a member change have
+// its change sent again (the provider lost it), with a log line.
+func (r *Reconciler) expireSettling(ctx context.Context, cur octavia.Current) octavia.Current {
+	r.settleMu.Lock()
+	defer r.settleMu.Unlock()
+	if r.settlingSince == nil {
+		r.settlingSince = map[string]time.Time{}
+	}
+	out := octavia.ExpireSettling(cur, r.settlingSince, time.Now(), octavia.SettleLimit)
+	if before, after := octavia.Settling(cur), octavia.Settling(out); len(after) < len(before) {
+		klog.FromContext(ctx).Info("The provider did not finish a member change in time; sending it again", "pools", before, "after", octavia.SettleLimit)
+	}
+	return out
 }
