@@ -262,21 +262,7 @@ func floorLoadBalancer(t testing.TB, subnet string, graph []openstack.ListenerGr
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	eventually(t, svcPhaseTimeout, "the floor load balancer ACTIVE, then deleted", func() (bool, error) {
-		got, err := env.os.LoadBalancing.GetLoadBalancer(ctx, r.lb.ID)
-		if openstack.IsNotFound(err) {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if got.ProvisioningStatus == "ACTIVE" {
-			if err := env.os.LoadBalancing.DeleteLoadBalancer(ctx, r.lb.ID); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
-				return false, err
-			}
-		}
-		return false, nil
-	})
+	deleteLoadBalancerAndWait(t, r.lb.ID)
 	return took, r.at, calls
 }
 
@@ -363,12 +349,12 @@ func monitoredFloorLB(t testing.TB, subnet string, members []openstack.MemberSpe
 	return vip, poolID
 }
 
-// deleteLoadBalancerAndWait deletes a load balancer made by hand (cascade) once Octavia lets it, and waits until
-// it is gone.
+// deleteLoadBalancerAndWait deletes a load balancer made by hand (cascade) once it is ACTIVE, and waits until it
+// is gone.
 func deleteLoadBalancerAndWait(t testing.TB, id string) {
 	t.Helper()
 	ctx := context.Background()
-	eventually(t, svcPhaseTimeout, "the floor's load balancer deleted", func() (bool, error) {
+	eventually(t, svcPhaseTimeout, "the floor load balancer ACTIVE, then deleted", func() (bool, error) {
 		got, err := env.os.LoadBalancing.GetLoadBalancer(ctx, id)
 		if openstack.IsNotFound(err) {
 			return true, nil
@@ -376,7 +362,7 @@ func deleteLoadBalancerAndWait(t testing.TB, id string) {
 		if err != nil {
 			return false, err
 		}
-		if got.ProvisioningStatus == "ACTIVE" || got.ProvisioningStatus == "ERROR" {
+		if got.ProvisioningStatus == "ACTIVE" {
 			if err := env.os.LoadBalancing.DeleteLoadBalancer(ctx, id); err != nil && openstack.KindOf(err) != openstack.KindImmutable {
 				return false, err
 			}
