@@ -127,6 +127,8 @@ func neutronManager(o config.Options, clients *openstack.Clients) *neutron.Manag
 func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, clients *openstack.Clients, nm *neutron.Manager,
 	gate *controller.Gate, m *metrics.Metrics) (*orphan.Sweeper, error) {
 	recorder := mgr.GetEventRecorder("raven")
+	// The service controller records the members it reads; the pod controller keeps a member's port until then.
+	backends := &octavia.Backends{}
 	// A controller that is switched off has no repair channel: the resync skips its repairs instead of
 	// blocking on a channel nobody reads.
 	var podRepairs, nsRepairs chan event.GenericEvent
@@ -143,7 +145,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 	sweeper := &orphan.Sweeper{
 		Client: mgr.GetClient(), Neutron: nm, Options: o, WithServices: o.Controllers.Services, Gate: gate, Metrics: m,
 		PodRepairs: podRepairs, NamespaceRepairs: nsRepairs,
-		CacheSynced: mgr.GetCache().WaitForCacheSync, APIReader: mgr.GetAPIReader(),
+		CacheSynced: mgr.GetCache().WaitForCacheSync, APIReader: mgr.GetAPIReader(), Backends: backends,
 	}
 	if o.Controllers.Namespaces {
 		workers := min(o.Workers, 8)
@@ -162,7 +164,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 			return nil, err
 		}
 		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Metrics: m,
-			Grace: o.OrphanGracePeriod.Duration, Scope: scope, Policies: policies}
+			Grace: o.OrphanGracePeriod.Duration, Scope: scope, Policies: policies, Backends: backends}
 		if err := r.SetupWithManager(mgr, o.Workers, podRepairs); err != nil {
 			return nil, err
 		}
@@ -178,7 +180,8 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		if err != nil {
 			return nil, err
 		}
-		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Provider: prov, Gate: gate, Recorder: recorder}
+		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Provider: prov, Gate: gate, Recorder: recorder,
+			Backends: backends}
 		if err := r.SetupWithManager(mgr, min(o.Workers, 8), svcRepairs); err != nil {
 			return nil, err
 		}

@@ -44,6 +44,9 @@ type Sweeper struct {
 	// APIReader reads pods past the cache: the sweep asks it whether a port's owner is really gone before
 	// releasing the port (nil: the cache is trusted).
 	APIReader client.Reader
+	// Backends, when set, keeps a gone pod's port while its address is still a load balancer member: the pod
+	// controller releases it once it is not, or after pod.BackendHold.
+	Backends pod.Backends
 }
 
 // annotatedPorts are the ports the annotations of pods that have not finished name, by port ID, with their pods
@@ -291,6 +294,10 @@ func (s *Sweeper) releaseOrphan(ctx context.Context, port neutron.Port, o owners
 		log.V(1).Info("Kept the port of a pod the cache does not show yet", "port", port.ID, "owner", o.Name, "podUID", o.UID)
 		return nil
 	}
+	if s.member(port) {
+		log.V(2).Info("Kept the port of a gone pod while its address is a load balancer member", "port", port.ID, "owner", o.Name, "podUID", o.UID)
+		return nil
+	}
 	n, err := s.Neutron.ReleasePorts(ctx, o.UID)
 	if err != nil {
 		return err
@@ -300,6 +307,19 @@ func (s *Sweeper) releaseOrphan(ctx context.Context, port neutron.Port, o owners
 		s.swept("port")
 	}
 	return nil
+}
+
+// member says whether an address of the port is still a load balancer member.
+func (s *Sweeper) member(port neutron.Port) bool {
+	if s.Backends == nil {
+		return false
+	}
+	for _, ip := range port.FixedIPs {
+		if s.Backends.Holds(ip.IPAddress) {
+			return true
+		}
+	}
+	return false
 }
 
 // ownerGone asks the API server, past the cache, whether the pod that owns a port is gone: a pod that another

@@ -105,6 +105,10 @@ func podObj(name, uid string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid)}}
 }
 
+type members map[string]bool
+
+func (m members) Holds(addr string) bool { return m[addr] }
+
 func TestOrphanSweep(t *testing.T) {
 	cases := []struct {
 		name string
@@ -114,6 +118,8 @@ func TestOrphanSweep(t *testing.T) {
 		// wantPorts are the pod UIDs whose ports remain; wantNetwork says the namespace network remains.
 		wantPorts   []string
 		wantNetwork bool
+		// member says the gone pod's address is still a load balancer member.
+		member bool
 	}{
 		{name: "a gone pod's port stays during the grace period",
 			objs: []client.Object{namespaceObj(), podObj("live", "live-uid")}, after: grace / 2,
@@ -121,6 +127,9 @@ func TestOrphanSweep(t *testing.T) {
 		{name: "a gone pod's port is released after the grace period, a live pod's port stays",
 			objs: []client.Object{namespaceObj(), podObj("live", "live-uid")}, after: grace,
 			wantPorts: []string{"live-uid"}, wantNetwork: true},
+		{name: "a gone pod's port whose address is a load balancer member stays after the grace period",
+			objs: []client.Object{namespaceObj(), podObj("live", "live-uid")}, after: grace, member: true,
+			wantPorts: []string{"gone-uid", "live-uid"}, wantNetwork: true},
 		{name: "a gone namespace keeps its network and ports during the grace period",
 			after: grace - time.Second, wantPorts: []string{"gone-uid", "live-uid"}, wantNetwork: true},
 		{name: "a gone namespace loses its pods' ports, router interface, subnet and network after the grace period",
@@ -133,6 +142,9 @@ func TestOrphanSweep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCloud(t)
 			s, _, _ := c.sweeper(tc.objs...)
+			if tc.member {
+				s.Backends = members{c.n.Ports[c.ports["gone-uid"]].FixedIPs[0].IPAddress: true}
+			}
 			if err := s.Resync(context.Background(), t0.Add(tc.after), true); err != nil {
 				t.Fatal(err)
 			}

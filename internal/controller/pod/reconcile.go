@@ -54,6 +54,10 @@ type Reconciler struct {
 	// Grace protects a port this process did not make from deletion until it is this old: another writer
 	// (an earlier leader) may have made it for a pod this cache does not show yet.
 	Grace time.Duration
+	// Backends, when set, keeps the port of a pod that must have none while its address is still a load
+	// balancer member, for at most BackendHold.
+	Backends Backends
+	held     heldPorts
 }
 
 // Reconcile makes Neutron and the pod's annotations match the pod as it is now.
@@ -65,7 +69,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var pod corev1.Pod
 	if err := r.Client.Get(ctx, req.NamespacedName, &pod); err != nil {
 		if apierrors.IsNotFound(err) {
-			return reconcile.Result{}, r.releaseGone(ctx, req.Namespace)
+			held, err := r.releaseGone(ctx, req.Namespace)
+			if held && err == nil {
+				return reconcile.Result{RequeueAfter: holdPoll}, nil
+			}
+			return reconcile.Result{}, err
 		}
 		return reconcile.Result{}, err
 	}
@@ -215,6 +223,9 @@ func (r *Reconciler) release(ctx context.Context, pod *corev1.Pod, what string) 
 		r.warn(pod, "PortDelete", what, err)
 		return reconcile.Result{}, true, err
 	}
+	if r.holding(ctx, uid) {
+		return reconcile.Result{RequeueAfter: holdPoll}, true, nil
+	}
 	n, err := r.Neutron.ReleasePorts(ctx, uid)
 	if err != nil {
 		r.warn(pod, "PortDelete", what, err)
@@ -316,16 +327,17 @@ func (r *Reconciler) patch(ctx context.Context, pod *corev1.Pod, port *neutron.P
 }
 
 // releaseGone deletes the ports of the namespace's pods that no longer exist. The cache is the truth
-// here: Raven only ever creates a port for a pod it has seen in the cache.
-func (r *Reconciler) releaseGone(ctx context.Context, namespace string) error {
+// here: Raven only ever creates a port for a pod it has seen in the cache. held is true when a port waits
+// for its address to leave a load balancer (see holding).
+func (r *Reconciler) releaseGone(ctx context.Context, namespace string) (held bool, _ error) {
 	var ns corev1.Namespace
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil {
 		// Without the namespace there is no network to look at; its teardown removes everything.
-		return ctrl.IgnoreNotFound(err)
+		return false, ctrl.IgnoreNotFound(err)
 	}
 	nn := r.Neutron.X.Network(string(ns.UID))
 	if nn == nil {
-		return nil
+		return false, nil
 	}
 	var errs []error
 	for _, p := range r.Neutron.X.PortsOn(nn.Network.ID) {
@@ -338,6 +350,10 @@ func (r *Reconciler) releaseGone(ctx context.Context, namespace string) error {
 			errs = append(errs, err)
 			continue
 		}
+		if r.holding(ctx, o.UID) {
+			held = true
+			continue
+		}
 		n, err := r.Neutron.ReleasePorts(ctx, o.UID)
 		if err != nil {
 			errs = append(errs, err)
@@ -347,7 +363,7 @@ func (r *Reconciler) releaseGone(ctx context.Context, namespace string) error {
 			klog.FromContext(ctx).V(2).Info("Released port of deleted pod", "port", p.ID, "podUID", o.UID)
 		}
 	}
-	return errors.Join(errs...)
+	return held, errors.Join(errs...)
 }
 
 // releaseNamesake releases the ports of earlier pods that had this pod's name: pod names are unique, so

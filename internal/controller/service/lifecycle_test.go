@@ -65,7 +65,8 @@ func newWorld(t *testing.T, objs ...client.Object) *world {
 	gate := controller.NewGate()
 	gate.Open()
 	rec := events.NewFakeRecorder(100)
-	return &world{r: &Reconciler{Client: c, Neutron: m, LB: o, Provider: provider(t, "amphora"), Gate: gate, Recorder: rec}, n: n, o: o, m: m, c: c, rec: rec,
+	return &world{r: &Reconciler{Client: c, Neutron: m, LB: o, Provider: provider(t, "amphora"), Gate: gate, Recorder: rec, Backends: &octavia.Backends{}},
+		n: n, o: o, m: m, c: c, rec: rec,
 		podSubnet: nn.Subnet.ID}
 }
 
@@ -672,6 +673,10 @@ func TestServiceTeardown(t *testing.T) {
 				t.Fatal("the Service was not built")
 			}
 			podPorts := len(w.n.Ports) - 1
+			// The pod controller keeps a member's port while the load balancer has it, and no longer.
+			if !w.r.Backends.Holds("10.244.0.5") {
+				t.Fatal("the member's address is not recorded as held")
+			}
 			tc.remove(t, w)
 			if tc.pending > 0 {
 				checkDeletePending(t, w)
@@ -679,6 +684,9 @@ func TestServiceTeardown(t *testing.T) {
 			w.mustConverge(t)
 			checkTornDown(t, w, podPorts)
 			checkServiceReleased(t, w, tc.gone)
+			if w.r.Backends.Holds("10.244.0.5") {
+				t.Error("the member's address is still held after the load balancer went")
+			}
 			if ws := w.warnings(); len(ws) != 0 {
 				t.Fatalf("Warnings: %q", ws)
 			}

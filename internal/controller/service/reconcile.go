@@ -47,8 +47,11 @@ type Reconciler struct {
 	// settlingSince holds when each pool was first seen with a member change the provider had not finished.
 	settleMu      sync.Mutex
 	settlingSince map[string]time.Time
-	Gate          *controller.Gate
-	Recorder      events.EventRecorder
+	// Backends, when set, is told the members of each load balancer as read, so that a pod's port outlives its
+	// membership (see octavia.Backends).
+	Backends *octavia.Backends
+	Gate     *controller.Gate
+	Recorder events.EventRecorder
 
 	// refusals remembers the changes Octavia refused, by Service UID and step, so that they are asked again
 	// only after refusalRetry and not before every other change of the plan. In memory only: after a
@@ -80,6 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		klog.FromContext(ctx).V(1).Info("Removed load balancer")
 		r.forgetRefusals(string(svc.UID))
+		r.Backends.Forget(string(svc.UID))
 		if Served(&svc) || svc.DeletionTimestamp != nil {
 			return reconcile.Result{}, controller.SetFinalizer(ctx, r.Client, &svc, annotations.ServiceFinalizer, false)
 		}
@@ -163,6 +167,7 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	r.Backends.Observe(string(svc.UID), cur)
 	cur = r.expireSettling(ctx, cur)
 	applied, retry, err := r.applyNext(ctx, svc, lb, octavia.Plan(want, cur))
 	if err != nil {
