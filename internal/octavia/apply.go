@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/raven-net/raven/internal/openstack"
 )
@@ -84,25 +85,22 @@ const monitoredFirstLimit = 8
 // Delete takes a load balancer one step towards gone: with everything on it, in one request. Before that, while
 // the load balancer is ACTIVE: on a provider with MonitorsFirst, its health monitors go, one per call; on one
 // with MembersFirst instead, a load balancer with a few monitored pools loses those pools' members, one pool
-// per call (one in ERROR goes whole). Gone already is fine, and so is
-// busy (Octavia is applying a change): the caller asks again until the load balancer is gone.
+// per call (one in ERROR goes whole). While Octavia applies a step (PENDING_*) nothing is asked; gone already is
+// fine, and so is busy: the caller asks again until the load balancer is gone.
 func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb openstack.LoadBalancer) error {
-	if (prov.MembersFirst || prov.MonitorsFirst) && (lb.ProvisioningStatus == "ACTIVE" || lb.ProvisioningStatus == "PENDING_UPDATE") {
+	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
+		return nil // Octavia is applying the last step; the caller looks again
+	}
+	if (prov.MembersFirst || prov.MonitorsFirst) && lb.ProvisioningStatus == "ACTIVE" {
 		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
 		if err != nil {
 			return openstack.IgnoreNotFound(err)
 		}
 		if prov.MonitorsFirst && !prov.MembersFirst && len(tree.Monitors) > 0 {
-			if lb.ProvisioningStatus != "ACTIVE" {
-				return nil
-			}
 			pool := slices.Sorted(maps.Keys(tree.Monitors))[0]
 			return ignoreGoneOrBusy(lbc.DeleteMonitor(ctx, tree.Monitors[pool].ID))
 		}
 		if pool, ok := monitoredWithMembers(tree); ok && prov.MembersFirst {
-			if lb.ProvisioningStatus != "ACTIVE" {
-				return nil
-			}
 			return ignoreGoneOrBusy(lbc.ReplaceMembers(ctx, pool, nil))
 		}
 	}

@@ -135,8 +135,9 @@ func Settling(cur Current) []string {
 const SettleLimit = 20 * time.Second
 
 // ExpireSettling returns cur with the members of each pool that has been settling for longer than limit shown as
-// settled, so that Plan sends its change again. since holds when each pool was first seen settling; it is
-// updated (pools no longer settling leave it).
+// settled, so that Plan sends its change again; the pool's wait then starts over, so that a change is sent again
+// at most once per limit. since holds when each pool's wait began; it is updated (pools no longer settling
+// leave it).
 func ExpireSettling(cur Current, since map[string]time.Time, now time.Time, limit time.Duration) Current {
 	settlingNow := Settling(cur)
 	for id := range since {
@@ -154,6 +155,7 @@ func ExpireSettling(cur Current, since map[string]time.Time, now time.Time, limi
 		if now.Sub(first) < limit {
 			continue
 		}
+		since[id] = now
 		if !cloned {
 			out.Members, cloned = maps.Clone(cur.Members), true
 		}

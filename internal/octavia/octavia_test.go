@@ -233,8 +233,11 @@ func TestExpireSettling(t *testing.T) {
 		{0, pending, true},                         // first seen
 		{SettleLimit - time.Second, pending, true}, // still within the limit
 		{SettleLimit, pending, false},              // held for the limit: sent again
-		{SettleLimit + time.Second, map[string][]openstack.Member{}, false},
-		{SettleLimit + 2*time.Second, pending, true}, // settling again: a new wait
+		{SettleLimit + time.Second, pending, true}, // still pending after the resend: a new wait, not a resend per look
+		{2*SettleLimit - time.Second, pending, true},
+		{2 * SettleLimit, pending, false}, // the new wait is over: sent again
+		{2*SettleLimit + time.Second, map[string][]openstack.Member{}, false},
+		{2*SettleLimit + 2*time.Second, pending, true}, // settling again: a new wait
 	} {
 		cur := Current{Members: tc.members}
 		got := ExpireSettling(cur, since, t0.Add(tc.at), SettleLimit)

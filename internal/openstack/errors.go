@@ -111,8 +111,8 @@ func conflictKind(body string) Kind {
 	case strings.Contains(body, "IpAddressGenerationFailure") || strings.Contains(body, "SubnetAllocationError") ||
 		strings.Contains(body, "No more IP") || strings.Contains(body, "Insufficient prefix space"):
 		return KindExhausted
-	case strings.Contains(body, "mmutable"):
-		return KindImmutable
+	case strings.Contains(body, "mmutable") || strings.Contains(body, "Invalid state PENDING_"):
+		return KindImmutable // Octavia 16 words it the second way for a load balancer delete
 	}
 	return KindConflict
 }

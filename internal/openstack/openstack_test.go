@@ -46,6 +46,7 @@ func TestWrapClassifies(t *testing.T) {
 		{"an exhausted subnet pool is AddressesExhausted", code(400, `{"NeutronError": {"type": "SubnetAllocationError", "message": "Insufficient prefix space to allocate subnet size /24"}}`), KindExhausted},
 		{"a full subnet pool answered with a 500 is AddressesExhausted", code(500, `{"NeutronError": {"type": "SubnetAllocationError", "message": "Failed to allocate subnet: Insufficient prefix space to allocate subnet size /16."}}`), KindExhausted},
 		{"Octavia's pending lock is Immutable", code(409, `{"faultcode": "Client", "faultstring": "Load Balancer x is immutable and cannot be updated."}`), KindImmutable},
+		{"Octavia 16's pending lock on a delete is Immutable", code(409, `{"faultcode": "Client", "faultstring": "Invalid state PENDING_UPDATE of loadbalancer resource x", "debuginfo": null}`), KindImmutable},
 		{"a 503 is ServerError", code(503, ``), KindServer},
 		{"Octavia's listener quota is QuotaExceeded", code(403, `{"faultcode": "Client", "faultstring": "Quota has been met for resources: Listener"}`), KindQuota},
 		{"a provider without the option is Unsupported", code(501, `{"faultcode": "Server", "faultstring": "Provider 'ovn' does not support a requested option: SCTP"}`), KindUnsupported},

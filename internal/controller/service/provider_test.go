@@ -251,9 +251,13 @@ func TestServiceDeletedMembersFirst(t *testing.T) {
 				podPorts-- // the VIP port Raven made
 			}
 			replaced := w.o.Calls["ReplaceMembers"]
+			w.o.PendingReads = 2 // each step leaves the load balancer PENDING_UPDATE for a while: no Warning for that
 			deleteService(t, w)
 			w.mustConverge(t)
 			checkTornDown(t, w, podPorts)
+			if ws := w.warnings(); len(ws) != 0 {
+				t.Errorf("Warnings %q", ws)
+			}
 			got := w.o.Calls["ReplaceMembers"] - replaced
 			if got != tc.poolsEmptied || w.o.Calls["DeleteMonitor"] != tc.monitorsGone || w.o.Calls["DeleteLoadBalancer"] != 1 {
 				t.Fatalf("%d member replacements, %d monitor deletes and %d load balancer deletes; want %d, %d and 1",

@@ -168,6 +168,10 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 		return reconcile.Result{}, err
 	}
 	r.Backends.Observe(string(svc.UID), cur)
+	// A pool whose wait ran out gets its change again, and is still looked at until the provider is done: what
+	// the provider ends with may differ from what was sent (ovn-octavia-provider 8.0.0 queues each batch update
+	// behind the last and works out deletions from its own, older view).
+	settling := octavia.Settling(cur)
 	cur = r.expireSettling(ctx, cur)
 	applied, retry, err := r.applyNext(ctx, svc, lb, octavia.Plan(want, cur))
 	if err != nil {
@@ -202,7 +206,7 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 	}
 	// What Octavia refused is asked again later (a quota may be raised): retry is 0 when nothing was refused.
 	// Pools whose members the provider is still changing are looked at again shortly.
-	if settling := octavia.Settling(cur); len(settling) > 0 {
+	if len(settling) > 0 {
 		klog.FromContext(ctx).V(2).Info("Waiting for the provider to finish a member change", "pools", settling)
 		retry = shortest(retry, pending)
 	}

@@ -730,6 +730,23 @@ func (o *Octavia) Settle() {
 	}
 }
 
+// SetMemberStatus gives every member with this address the provisioning status, until the next change of its
+// load balancer settles: a provider that has not finished (or lost) a member change while the load balancer is
+// ACTIVE again.
+func (o *Octavia) SetMemberStatus(addr, status string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, s := range o.lbs {
+		for poolID, ms := range s.members {
+			for i := range ms {
+				if ms[i].Address == addr {
+					s.members[poolID][i].ProvisioningStatus = status
+				}
+			}
+		}
+	}
+}
+
 // ResetCalls zeroes the call counters.
 func (o *Octavia) ResetCalls() {
 	o.mu.Lock()
