@@ -40,31 +40,9 @@ func TestAPortOutlivesItsLoadBalancerMembership(t *testing.T) {
 			}
 			ip := ports[0].FixedIPs[0].IPAddress
 			held[ip] = true
-			var p corev1.Pod
-			if err := w.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "web"}, &p); err != nil {
-				t.Fatal(err)
-			}
-			if tt.finished {
-				p.Status.Phase = corev1.PodSucceeded
-				if err := w.c.Status().Update(context.Background(), &p); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := w.c.Delete(context.Background(), &p); err != nil {
-				t.Fatal(err)
-			}
+			end(t, w, tt.finished)
 			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "web"}}
-			for range 2 {
-				res, err := w.r.Reconcile(context.Background(), req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.RequeueAfter != holdPoll {
-					t.Fatalf("requeued after %v while the address is a member, want %v", res.RequeueAfter, holdPoll)
-				}
-				if len(w.ports("u1")) != 1 {
-					t.Fatal("the port went while its address was a load balancer member")
-				}
-			}
+			checkHeld(t, w, req)
 			if tt.expire {
 				w.r.held.mu.Lock()
 				w.r.held.at[ports[0].ID] = time.Now().Add(-BackendHold - time.Second)
@@ -83,5 +61,39 @@ func TestAPortOutlivesItsLoadBalancerMembership(t *testing.T) {
 				t.Errorf("%d ports still recorded as held", len(w.r.held.at))
 			}
 		})
+	}
+}
+
+// end deletes the pod "web", or has it finish.
+func end(t *testing.T, w *world, finished bool) {
+	t.Helper()
+	var p corev1.Pod
+	if err := w.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "web"}, &p); err != nil {
+		t.Fatal(err)
+	}
+	if finished {
+		p.Status.Phase = corev1.PodSucceeded
+		if err := w.c.Status().Update(context.Background(), &p); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := w.c.Delete(context.Background(), &p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkHeld: reconciles keep the pod's port and come back after holdPoll.
+func checkHeld(t *testing.T, w *world, req reconcile.Request) {
+	t.Helper()
+	for range 2 {
+		res, err := w.r.Reconcile(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RequeueAfter != holdPoll {
+			t.Fatalf("requeued after %v while the address is a member, want %v", res.RequeueAfter, holdPoll)
+		}
+		if len(w.ports("u1")) != 1 {
+			t.Fatal("the port went while its address was a load balancer member")
+		}
 	}
 }

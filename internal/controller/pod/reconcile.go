@@ -69,11 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var pod corev1.Pod
 	if err := r.Client.Get(ctx, req.NamespacedName, &pod); err != nil {
 		if apierrors.IsNotFound(err) {
-			held, err := r.releaseGone(ctx, req.Namespace)
-			if held && err == nil {
-				return reconcile.Result{RequeueAfter: holdPoll}, nil
-			}
-			return reconcile.Result{}, err
+			return r.gone(ctx, req.Namespace)
 		}
 		return reconcile.Result{}, err
 	}
@@ -324,6 +320,15 @@ func (r *Reconciler) patch(ctx context.Context, pod *corev1.Pod, port *neutron.P
 		klog.FromContext(ctx).V(2).Info("Annotated pod", "port", port.ID, "ip", firstIP(port.FixedIPs))
 	}
 	return nil
+}
+
+// gone releases the ports of the namespace's pods that no longer exist, and comes back while one is held.
+func (r *Reconciler) gone(ctx context.Context, namespace string) (reconcile.Result, error) {
+	held, err := r.releaseGone(ctx, namespace)
+	if held && err == nil {
+		return reconcile.Result{RequeueAfter: holdPoll}, nil
+	}
+	return reconcile.Result{}, err
 }
 
 // releaseGone deletes the ports of the namespace's pods that no longer exist. The cache is the truth
