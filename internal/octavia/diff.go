@@ -129,16 +129,36 @@ func Settling(cur Current) []string {
 	return out
 }
 
-// SettleLimit is how long a pool may stay settling before its change is sent again: a provider that lost a
-// request leaves its member PENDING_* for good (ovn-octavia-provider 3.0.0 after Octavia was stopped and
-// started: a member PENDING_CREATE for 4 min, until the test gave up), and waiting for it would hold the pool.
+// SettleLimit is how long a pool may stay settling without progress before its change is sent again: a provider
+// that lost a request leaves its member PENDING_* for good (ovn-octavia-provider 3.0.0 after Octavia was stopped
+// and started: a member PENDING_CREATE for 4 min, until the test gave up), and waiting for it would hold the pool.
+// A provider that works through a long queue is not resent to: 8.0.0 removed 9 members of a monitored pool one
+// about every 5 s, and each resend queued the same work again.
 const SettleLimit = 20 * time.Second
 
-// ExpireSettling returns cur with the members of each pool that has been settling for longer than limit shown as
-// settled, so that Plan sends its change again; the pool's wait then starts over, so that a change is sent again
-// at most once per limit. since holds when each pool's wait began; it is updated (pools no longer settling
-// leave it).
-func ExpireSettling(cur Current, since map[string]time.Time, now time.Time, limit time.Duration) Current {
+// Settle is when a pool's wait for the provider began, and what was pending then.
+type Settle struct {
+	Since   time.Time
+	Pending string // the pending members and their states: a change means progress
+}
+
+// pendingOf describes a pool's pending members, in a form that changes when the provider makes progress.
+func pendingOf(members []openstack.Member) string {
+	var out []string
+	for _, m := range members {
+		if strings.HasPrefix(m.ProvisioningStatus, "PENDING_") {
+			out = append(out, m.ID+"="+m.ProvisioningStatus)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}
+
+// ExpireSettling returns cur with the members of each pool that has been settling for longer than limit without
+// progress shown as settled, so that Plan sends its change again; the pool's wait then starts over, so that a
+// change is sent again at most once per limit. since holds each pool's wait; it is updated (a pool whose pending
+// members changed starts a new wait; pools no longer settling leave it).
+func ExpireSettling(cur Current, since map[string]Settle, now time.Time, limit time.Duration) Current {
 	settlingNow := Settling(cur)
 	for id := range since {
 		if !slices.Contains(settlingNow, id) {
@@ -147,15 +167,16 @@ func ExpireSettling(cur Current, since map[string]time.Time, now time.Time, limi
 	}
 	out, cloned := cur, false
 	for _, id := range settlingNow {
+		pending := pendingOf(cur.Members[id])
 		first, ok := since[id]
-		if !ok {
-			since[id] = now
+		if !ok || first.Pending != pending {
+			since[id] = Settle{Since: now, Pending: pending}
 			continue
 		}
-		if now.Sub(first) < limit {
+		if now.Sub(first.Since) < limit {
 			continue
 		}
-		since[id] = now
+		since[id] = Settle{Since: now, Pending: pending}
 		if !cloned {
 			out.Members, cloned = maps.Clone(cur.Members), true
 		}

@@ -223,8 +223,12 @@ func TestDeleteMonitorsFirst(t *testing.T) {
 
 func TestExpireSettling(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	pending := map[string][]openstack.Member{"p1": {{Address: "10.244.0.2", ProtocolPort: 80, ProvisioningStatus: "PENDING_CREATE"}}}
-	since := map[string]time.Time{"gone": t0}
+	member := func(id, status string) openstack.Member {
+		return openstack.Member{ID: id, Address: "10.244.0." + id, ProtocolPort: 80, ProvisioningStatus: status}
+	}
+	pending := map[string][]openstack.Member{"p1": {member("2", "PENDING_CREATE"), member("3", "PENDING_DELETE")}}
+	progressed := map[string][]openstack.Member{"p1": {member("2", "ACTIVE"), member("3", "PENDING_DELETE")}}
+	since := map[string]Settle{"gone": {Since: t0}}
 	for _, tc := range []struct {
 		at       time.Duration
 		members  map[string][]openstack.Member
@@ -232,12 +236,14 @@ func TestExpireSettling(t *testing.T) {
 	}{
 		{0, pending, true},                         // first seen
 		{SettleLimit - time.Second, pending, true}, // still within the limit
-		{SettleLimit, pending, false},              // held for the limit: sent again
+		{SettleLimit, pending, false},              // no progress for the limit: sent again
 		{SettleLimit + time.Second, pending, true}, // still pending after the resend: a new wait, not a resend per look
 		{2*SettleLimit - time.Second, pending, true},
-		{2 * SettleLimit, pending, false}, // the new wait is over: sent again
-		{2*SettleLimit + time.Second, map[string][]openstack.Member{}, false},
-		{2*SettleLimit + 2*time.Second, pending, true}, // settling again: a new wait
+		{2*SettleLimit - time.Second/2, progressed, true}, // the provider made progress: a new wait
+		{2 * SettleLimit, progressed, true},
+		{3*SettleLimit - time.Second/2, progressed, false}, // no progress since: sent again
+		{3 * SettleLimit, map[string][]openstack.Member{}, false},
+		{3*SettleLimit + time.Second, pending, true}, // settling again: a new wait
 	} {
 		cur := Current{Members: tc.members}
 		got := ExpireSettling(cur, since, t0.Add(tc.at), SettleLimit)
@@ -247,7 +253,7 @@ func TestExpireSettling(t *testing.T) {
 		if _, ok := since["gone"]; ok {
 			t.Fatal("a pool no longer settling stayed in since")
 		}
-		if len(Settling(cur)) != len(Settling(Current{Members: tc.members})) || (len(tc.members["p1"]) > 0 && tc.members["p1"][0].ProvisioningStatus != "PENDING_CREATE") {
+		if len(Settling(cur)) != len(Settling(Current{Members: tc.members})) || (len(tc.members["p1"]) > 0 && tc.members["p1"][1].ProvisioningStatus != "PENDING_DELETE") {
 			t.Fatal("ExpireSettling changed its argument")
 		}
 	}

@@ -44,9 +44,9 @@ type Reconciler struct {
 	LB      openstack.LoadBalancing
 	// Provider is the Octavia provider every load balancer is asked for, with what it accepts.
 	Provider octavia.Provider
-	// settlingSince holds when each pool was first seen with a member change the provider had not finished.
+	// settlingSince holds, for each pool with a member change the provider has not finished, when its wait began.
 	settleMu      sync.Mutex
-	settlingSince map[string]time.Time
+	settlingSince map[string]octavia.Settle
 	// Backends, when set, is told the members of each load balancer as read, so that a pod's port outlives its
 	// membership (see octavia.Backends).
 	Backends *octavia.Backends
@@ -498,7 +498,7 @@ func (r *Reconciler) expireSettling(ctx context.Context, cur octavia.Current) oc
 	r.settleMu.Lock()
 	defer r.settleMu.Unlock()
 	if r.settlingSince == nil {
-		r.settlingSince = map[string]time.Time{}
+		r.settlingSince = map[string]octavia.Settle{}
 	}
 	out := octavia.ExpireSettling(cur, r.settlingSince, time.Now(), octavia.SettleLimit)
 	if before, after := octavia.Settling(cur), octavia.Settling(out); len(after) < len(before) {

@@ -26,8 +26,9 @@ func TestAPoolIsWatchedUntilTheProviderIsDone(t *testing.T) {
 			w.mustConverge(t)
 			if tc.pending {
 				w.o.SetMemberStatus("10.244.0.5", "PENDING_CREATE")
-				lbs := w.o.LoadBalancers()
-				w.r.settlingSince = map[string]time.Time{lbs[0].Pools[0].ID: time.Now().Add(-tc.waited)}
+				lb := w.o.LoadBalancers()[0]
+				pool := lb.Pools[0].ID
+				w.r.settlingSince = map[string]octavia.Settle{pool: {Since: time.Now().Add(-tc.waited), Pending: lb.Members[pool][0].ID + "=PENDING_CREATE"}}
 			}
 			res, err := w.reconcile(t)
 			if err != nil {
