@@ -47,6 +47,8 @@ type Reconciler struct {
 	// settlingSince holds, for each pool with a member change the provider has not finished, when its wait began.
 	settleMu      sync.Mutex
 	settlingSince map[string]octavia.Settle
+	// sent holds, by Service UID and pool, the member changes sent that Octavia does not show yet (octavia.Sent).
+	sent map[string]map[string]octavia.Sent
 	// Backends, when set, is told the members of each load balancer as read, so that a pod's port outlives its
 	// membership (see octavia.Backends).
 	Backends *octavia.Backends
@@ -84,6 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		klog.FromContext(ctx).V(1).Info("Removed load balancer")
 		r.forgetRefusals(string(svc.UID))
 		r.Backends.Forget(string(svc.UID))
+		r.forgetSent(string(svc.UID))
 		if Served(&svc) || svc.DeletionTimestamp != nil {
 			return reconcile.Result{}, controller.SetFinalizer(ctx, r.Client, &svc, annotations.ServiceFinalizer, false)
 		}
@@ -172,8 +175,10 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 	// the provider ends with may differ from what was sent (ovn-octavia-provider 8.0.0 queues each batch update
 	// behind the last and works out deletions from its own, older view).
 	settling := octavia.Settling(cur)
+	read := cur
 	cur = r.expireSettling(ctx, cur)
-	applied, retry, err := r.applyNext(ctx, svc, lb, octavia.Plan(want, cur))
+	cur, held := r.holdSent(string(svc.UID), cur, want)
+	applied, retry, err := r.applyNext(ctx, svc, lb, read, octavia.Plan(want, cur))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -206,8 +211,8 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 	}
 	// What Octavia refused is asked again later (a quota may be raised): retry is 0 when nothing was refused.
 	// Pools whose members the provider is still changing are looked at again shortly.
-	if len(settling) > 0 {
-		klog.FromContext(ctx).V(2).Info("Waiting for the provider to finish a member change", "pools", settling)
+	if len(settling) > 0 || len(held) > 0 {
+		klog.FromContext(ctx).V(2).Info("Waiting for the provider to finish a member change", "pools", settling, "sent", held)
 		retry = shortest(retry, pending)
 	}
 	return reconcile.Result{RequeueAfter: retry}, nil
@@ -263,7 +268,7 @@ func (r *Reconciler) waitForActive(ctx context.Context, svc *corev1.Service, lb 
 // remembered and asked again after refusalRetry, and retry says when the next such attempt is due. One
 // Warning event lists what Octavia refused whenever it refuses something anew. err is any other failure,
 // which stops the plan.
-func (r *Reconciler) applyNext(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, steps []octavia.Step) (applied bool, retry time.Duration, err error) {
+func (r *Reconciler) applyNext(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, read octavia.Current, steps []octavia.Step) (applied bool, retry time.Duration, err error) {
 	log := klog.FromContext(ctx)
 	now := time.Now()
 	r.pruneRefusals(now)
@@ -281,7 +286,7 @@ func (r *Reconciler) applyNext(ctx context.Context, svc *corev1.Service, lb *ope
 			retry = shortest(retry, ref.until.Sub(now))
 			continue
 		}
-		err := r.apply(ctx, svc, lb, s)
+		err := r.apply(ctx, svc, lb, read, s)
 		switch {
 		case err == nil:
 			r.reportRefusals(svc, lb, refused, fresh)
@@ -458,11 +463,12 @@ func (r *Reconciler) event(svc *corev1.Service, reason, action, format string, a
 	}
 }
 
-func (r *Reconciler) apply(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, s octavia.Step) error {
+func (r *Reconciler) apply(ctx context.Context, svc *corev1.Service, lb *openstack.LoadBalancer, read octavia.Current, s octavia.Step) error {
 	if err := octavia.Apply(ctx, r.LB, lb.ID, s, r.owner(svc).Tags()); err != nil {
 		return err
 	}
 	if s.Kind == octavia.ReplaceMembers {
+		r.recordSent(string(svc.UID), s.ID, octavia.NewSent(read.Members[s.ID], s.Listener.Members, time.Now()))
 		r.event(svc, "MembersUpdated", "Update", "pool %s (%s %d): %d members", s.ID, s.Listener.Protocol, s.Listener.Port, len(s.Listener.Members))
 	}
 	klog.FromContext(ctx).V(2).Info("Applied load balancer change", "step", s.Kind, "id", s.ID, "port", s.Listener.Port, "members", len(s.Listener.Members))
@@ -490,6 +496,40 @@ func (r *Reconciler) ensureFloatingIP(ctx context.Context, svc *corev1.Service, 
 		r.event(svc, "FloatingIPCreated", "Create", "floating IP %s on VIP %s", fip.FloatingIP, svc.Spec.ClusterIP)
 	}
 	return fip, nil
+}
+
+// holdSent shows the pools whose sent member change Octavia does not show yet as still being changed (see
+// octavia.HoldSent), and lists them.
+func (r *Reconciler) holdSent(uid string, cur octavia.Current, want []octavia.Listener) (octavia.Current, []string) {
+	r.settleMu.Lock()
+	defer r.settleMu.Unlock()
+	sent := r.sent[uid]
+	if len(sent) == 0 {
+		return cur, nil
+	}
+	out, held := octavia.HoldSent(cur, want, sent, time.Now(), octavia.SettleLimit)
+	if len(sent) == 0 {
+		delete(r.sent, uid)
+	}
+	return out, held
+}
+
+func (r *Reconciler) recordSent(uid, pool string, s octavia.Sent) {
+	r.settleMu.Lock()
+	defer r.settleMu.Unlock()
+	if r.sent == nil {
+		r.sent = map[string]map[string]octavia.Sent{}
+	}
+	if r.sent[uid] == nil {
+		r.sent[uid] = map[string]octavia.Sent{}
+	}
+	r.sent[uid][pool] = s
+}
+
+func (r *Reconciler) forgetSent(uid string) {
+	r.settleMu.Lock()
+	defer r.settleMu.Unlock()
+	delete(r.sent, uid)
 }
 
 // expireSettling lets a pool that has waited octavia.SettleLimit for the provider to finish a member change have

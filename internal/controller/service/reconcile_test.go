@@ -54,7 +54,7 @@ func newListenerReconciler(answers map[int]error) (*Reconciler, *listenerOctavia
 func refusedStepIsPassedOver(t *testing.T, svc *corev1.Service, lb *openstack.LoadBalancer, quota error) {
 	ctx := context.Background()
 	r, o, rec := newListenerReconciler(map[int]error{80: quota})
-	applied, retry, err := r.applyNext(ctx, svc, lb, listenerSteps(80, 81))
+	applied, retry, err := r.applyNext(ctx, svc, lb, octavia.Current{}, listenerSteps(80, 81))
 	if err != nil || !applied || retry != 0 {
 		t.Fatalf("applyNext = %v, %v, %v; want applied", applied, retry, err)
 	}
@@ -75,7 +75,7 @@ func refusedStepIsPassedOver(t *testing.T, svc *corev1.Service, lb *openstack.Lo
 func refusalIsRememberedThenForgotten(t *testing.T, r *Reconciler, o *listenerOctavia, rec *events.FakeRecorder, svc *corev1.Service, lb *openstack.LoadBalancer) {
 	ctx := context.Background()
 	// The next reconcile does not ask again for what was just refused.
-	applied, retry, err := r.applyNext(ctx, svc, lb, listenerSteps(80))
+	applied, retry, err := r.applyNext(ctx, svc, lb, octavia.Current{}, listenerSteps(80))
 	if err != nil || applied || retry <= 0 || retry > refusalRetry {
 		t.Fatalf("applyNext = %v, %v, %v; want nothing applied and a retry within %s", applied, retry, err, refusalRetry)
 	}
@@ -87,7 +87,7 @@ func refusalIsRememberedThenForgotten(t *testing.T, r *Reconciler, o *listenerOc
 	}
 	// Once the Service needs no load balancer, its refusals are forgotten.
 	r.forgetRefusals(string(svc.UID))
-	if _, _, _ = r.applyNext(ctx, svc, lb, listenerSteps(80)); o.calls[80] != 2 {
+	if _, _, _ = r.applyNext(ctx, svc, lb, octavia.Current{}, listenerSteps(80)); o.calls[80] != 2 {
 		t.Fatalf("a forgotten refusal must be asked again (%d calls)", o.calls[80])
 	}
 }
@@ -105,7 +105,7 @@ func TestApplyNextPassesOverRefusals(t *testing.T) {
 
 	t.Run("everything refused: nothing applied, retried after refusalRetry", func(t *testing.T) {
 		r, _, _ := newListenerReconciler(map[int]error{80: quota, 81: quota})
-		applied, retry, err := r.applyNext(ctx, svc, lb, listenerSteps(80, 81))
+		applied, retry, err := r.applyNext(ctx, svc, lb, octavia.Current{}, listenerSteps(80, 81))
 		if err != nil || applied || retry != refusalRetry {
 			t.Fatalf("applyNext = %v, %v, %v; want nothing applied, retry %s", applied, retry, err, refusalRetry)
 		}
@@ -113,7 +113,7 @@ func TestApplyNextPassesOverRefusals(t *testing.T) {
 
 	t.Run("Octavia busy stops the plan without a Warning", func(t *testing.T) {
 		r, o, rec := newListenerReconciler(map[int]error{80: busy})
-		_, _, err := r.applyNext(ctx, svc, lb, listenerSteps(80, 81))
+		_, _, err := r.applyNext(ctx, svc, lb, octavia.Current{}, listenerSteps(80, 81))
 		if openstack.KindOf(err) != openstack.KindImmutable || o.calls[81] != 0 || len(rec.Events) != 0 {
 			t.Fatalf("err %v, calls %v, %d events; want Immutable, no later step, no event", err, o.calls, len(rec.Events))
 		}
@@ -123,7 +123,7 @@ func TestApplyNextPassesOverRefusals(t *testing.T) {
 		r, o, _ := newListenerReconciler(map[int]error{80: quota})
 		st := listenerSteps(80)[0]
 		r.refusals.Store(string(svc.UID)+"|CreateListener TCP 80|"+specHash(st), refusal{until: time.Now().Add(-time.Second), what: "old"})
-		if _, _, _ = r.applyNext(ctx, svc, lb, listenerSteps(80)); o.calls[80] != 1 {
+		if _, _, _ = r.applyNext(ctx, svc, lb, octavia.Current{}, listenerSteps(80)); o.calls[80] != 1 {
 			t.Fatalf("an expired refusal must be asked again (%d calls)", o.calls[80])
 		}
 	})
@@ -142,12 +142,12 @@ func TestApplyNextAsksAgainWhenTheStepChanged(t *testing.T) {
 		return []octavia.Step{{Kind: octavia.ReplaceMembers, ID: "pool", Listener: l}}
 	}
 	ctx := context.Background()
-	_, _, _ = r.applyNext(ctx, svc, &openstack.LoadBalancer{ID: "lb"}, step("10.0.0.1", "10.0.0.2"))
-	_, _, _ = r.applyNext(ctx, svc, &openstack.LoadBalancer{ID: "lb"}, step("10.0.0.1", "10.0.0.2"))
+	_, _, _ = r.applyNext(ctx, svc, &openstack.LoadBalancer{ID: "lb"}, octavia.Current{}, step("10.0.0.1", "10.0.0.2"))
+	_, _, _ = r.applyNext(ctx, svc, &openstack.LoadBalancer{ID: "lb"}, octavia.Current{}, step("10.0.0.1", "10.0.0.2"))
 	if o.calls != 1 {
 		t.Fatalf("%d calls for the same refused members, want 1", o.calls)
 	}
-	_, _, _ = r.applyNext(ctx, svc, &openstack.LoadBalancer{ID: "lb"}, step("10.0.0.1"))
+	_, _, _ = r.applyNext(ctx, svc, &openstack.LoadBalancer{ID: "lb"}, octavia.Current{}, step("10.0.0.1"))
 	if o.calls != 2 {
 		t.Fatalf("%d calls; other members are another question and must be asked at once", o.calls)
 	}

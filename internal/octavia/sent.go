@@ -1,0 +1,96 @@
+package octavia
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// Sent is a member change Raven sent to a pool and Octavia does not show yet. ovn-octavia-provider 8.0.0 reports
+// every member it still has as ACTIVE after each request it handles, so that a member it has yet to delete shows
+// ACTIVE again, not PENDING_DELETE: the pool looks settled and different from what was sent. Sending the change
+// again queued the same deletions again (a scale from 10 to 1 sent 10 batch updates, one per member the provider
+// removed). A pool whose listing still moves is left to the provider.
+type Sent struct {
+	Want  string    // the members sent
+	Seen  string    // the members Octavia listed at the last look
+	Since time.Time // when the change was sent, or Octavia's listing of the pool last changed
+}
+
+// NewSent records a change of a pool's members from cur to want, sent at now.
+func NewSent(cur []openstack.Member, want []openstack.MemberSpec, now time.Time) Sent {
+	return Sent{Want: specKey(want), Seen: memberKey(cur), Since: now}
+}
+
+// HoldSent returns cur with each pool that has a change in sent which Octavia does not show yet, is still what
+// want asks, and whose listing changed within limit, shown as holding the sent members, PENDING_UPDATE: Plan
+// leaves it alone, and Settling looks again shortly. held lists those pools. sent is updated: a change Octavia
+// shows, or want no longer asks, or that made no progress for limit (then Plan sends it again), leaves it.
+func HoldSent(cur Current, want []Listener, sent map[string]Sent, now time.Time, limit time.Duration) (out Current, held []string) {
+	desired := desiredMembers(want, cur)
+	out = cur
+	for id, s := range sent {
+		have := memberKey(cur.Members[id])
+		w, wanted := desired[id]
+		switch {
+		case !wanted || specKey(w) != s.Want || have == s.Want:
+			delete(sent, id)
+			continue
+		case have != s.Seen:
+			s.Seen, s.Since = have, now
+			sent[id] = s
+		case now.Sub(s.Since) >= limit:
+			delete(sent, id)
+			continue
+		}
+		if len(held) == 0 {
+			out.Members = maps.Clone(cur.Members)
+		}
+		shown := make([]openstack.Member, 0, len(w))
+		for _, m := range w {
+			shown = append(shown, openstack.Member{Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID, ProvisioningStatus: "PENDING_UPDATE"})
+		}
+		out.Members[id] = shown
+		held = append(held, id)
+	}
+	slices.Sort(held)
+	return out, held
+}
+
+// desiredMembers is the members want asks of each pool of cur, matched as Plan matches them.
+func desiredMembers(want []Listener, cur Current) map[string][]openstack.MemberSpec {
+	wantBy := map[string]Listener{}
+	for _, l := range want {
+		wantBy[l.Key()] = l
+	}
+	out := map[string][]openstack.MemberSpec{}
+	for _, p := range cur.Pools {
+		l, ok := listenerOfPool(p, cur.Listeners)
+		if w, wanted := wantBy[l.Protocol+":"+strconv.Itoa(l.ProtocolPort)]; ok && wanted {
+			out[p.ID] = w.Members
+		}
+	}
+	return out
+}
+
+func memberKey(ms []openstack.Member) string {
+	keys := make([]string, 0, len(ms))
+	for _, m := range ms {
+		keys = append(keys, m.Address+":"+strconv.Itoa(m.ProtocolPort))
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, ",")
+}
+
+func specKey(ms []openstack.MemberSpec) string {
+	keys := make([]string, 0, len(ms))
+	for _, m := range ms {
+		keys = append(keys, m.Address+":"+strconv.Itoa(m.ProtocolPort))
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, ",")
+}

@@ -1,0 +1,80 @@
+package octavia
+
+import (
+	"testing"
+	"time"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+func TestHoldSent(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	mem := func(addrs ...string) []openstack.Member {
+		var out []openstack.Member
+		for _, a := range addrs {
+			out = append(out, openstack.Member{Address: a, ProtocolPort: 80, ProvisioningStatus: "ACTIVE"})
+		}
+		return out
+	}
+	spec := func(addrs ...string) []openstack.MemberSpec {
+		var out []openstack.MemberSpec
+		for _, a := range addrs {
+			out = append(out, openstack.MemberSpec{Address: a, ProtocolPort: 80})
+		}
+		return out
+	}
+	cur := func(addrs ...string) Current {
+		return Current{
+			Listeners: []openstack.Listener{{ID: "l1", Protocol: "TCP", ProtocolPort: 80, DefaultPoolID: "p1"}},
+			Pools:     []openstack.Pool{{ID: "p1", Protocol: "TCP", ListenerID: "l1"}},
+			Members:   map[string][]openstack.Member{"p1": mem(addrs...)},
+		}
+	}
+	want := func(addrs ...string) []Listener {
+		return []Listener{{Protocol: "TCP", Port: 80, Members: spec(addrs...)}}
+	}
+	// A scale from 3 to 1: the change is sent while the pool has a, b, c.
+	sent := map[string]Sent{"p1": NewSent(mem("a", "b", "c"), spec("a"), t0)}
+	for _, tc := range []struct {
+		name string
+		at   time.Duration
+		cur  Current
+		want []Listener
+		held bool
+	}{
+		{"Octavia still lists the old members as ACTIVE: held", time.Second, cur("a", "b", "c"), want("a"), true},
+		{"within the limit: held", SettleLimit - time.Second, cur("a", "b", "c"), want("a"), true},
+		{"progress: one member gone, a new wait", SettleLimit, cur("a", "b"), want("a"), true},
+		{"no progress since, within the limit", 2*SettleLimit - time.Second, cur("a", "b"), want("a"), true},
+		{"no progress for the limit: sent again", 2 * SettleLimit, cur("a", "b"), want("a"), false},
+	} {
+		out, held := HoldSent(tc.cur, tc.want, sent, t0.Add(tc.at), SettleLimit)
+		if (len(held) == 1) != tc.held {
+			t.Fatalf("%s: held %v, want %v", tc.name, held, tc.held)
+		}
+		steps := Plan(tc.want, out)
+		if tc.held && (len(steps) != 0 || len(Settling(out)) != 1) {
+			t.Fatalf("%s: a held pool planned %v and settling %v", tc.name, steps, Settling(out))
+		}
+		if !tc.held && (len(steps) != 1 || steps[0].Kind != ReplaceMembers) {
+			t.Fatalf("%s: planned %v, want the change again", tc.name, steps)
+		}
+		if len(tc.cur.Members["p1"]) > 0 && tc.cur.Members["p1"][0].ProvisioningStatus != "ACTIVE" {
+			t.Fatalf("%s: HoldSent changed its argument", tc.name)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		cur  Current
+		want []Listener
+	}{
+		{"Octavia shows the change: done", cur("a"), want("a")},
+		{"the Service wants something else now: not held", cur("a", "b", "c"), want("a", "d")},
+		{"the pool is no longer wanted: not held", cur("a", "b", "c"), nil},
+	} {
+		sent := map[string]Sent{"p1": NewSent(mem("a", "b", "c"), spec("a"), t0)}
+		if _, held := HoldSent(tc.cur, tc.want, sent, t0.Add(time.Second), SettleLimit); len(held) != 0 || len(sent) != 0 {
+			t.Fatalf("%s: held %v, records left %v", tc.name, held, sent)
+		}
+	}
+}
