@@ -7,32 +7,39 @@ import (
 	"github.com/raven-net/raven/internal/openstack"
 )
 
+var t0 = time.Unix(1000, 0)
+
+func mem(addrs ...string) []openstack.Member {
+	var out []openstack.Member
+	for _, a := range addrs {
+		out = append(out, openstack.Member{Address: a, ProtocolPort: 80, ProvisioningStatus: "ACTIVE"})
+	}
+	return out
+}
+
+func spec(addrs ...string) []openstack.MemberSpec {
+	var out []openstack.MemberSpec
+	for _, a := range addrs {
+		out = append(out, openstack.MemberSpec{Address: a, ProtocolPort: 80})
+	}
+	return out
+}
+
+// pool1 is a load balancer with one listener and its pool p1, with members at addrs.
+func pool1(addrs ...string) Current {
+	return Current{
+		Listeners: []openstack.Listener{{ID: "l1", Protocol: "TCP", ProtocolPort: 80, DefaultPoolID: "p1"}},
+		Pools:     []openstack.Pool{{ID: "p1", Protocol: "TCP", ListenerID: "l1"}},
+		Members:   map[string][]openstack.Member{"p1": mem(addrs...)},
+	}
+}
+
+func want1(addrs ...string) []Listener {
+	return []Listener{{Protocol: "TCP", Port: 80, Members: spec(addrs...)}}
+}
+
 func TestHoldSent(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	mem := func(addrs ...string) []openstack.Member {
-		var out []openstack.Member
-		for _, a := range addrs {
-			out = append(out, openstack.Member{Address: a, ProtocolPort: 80, ProvisioningStatus: "ACTIVE"})
-		}
-		return out
-	}
-	spec := func(addrs ...string) []openstack.MemberSpec {
-		var out []openstack.MemberSpec
-		for _, a := range addrs {
-			out = append(out, openstack.MemberSpec{Address: a, ProtocolPort: 80})
-		}
-		return out
-	}
-	cur := func(addrs ...string) Current {
-		return Current{
-			Listeners: []openstack.Listener{{ID: "l1", Protocol: "TCP", ProtocolPort: 80, DefaultPoolID: "p1"}},
-			Pools:     []openstack.Pool{{ID: "p1", Protocol: "TCP", ListenerID: "l1"}},
-			Members:   map[string][]openstack.Member{"p1": mem(addrs...)},
-		}
-	}
-	want := func(addrs ...string) []Listener {
-		return []Listener{{Protocol: "TCP", Port: 80, Members: spec(addrs...)}}
-	}
+	cur, want := pool1, want1
 	// A scale from 3 to 1: the change is sent while the pool has a, b, c.
 	sent := map[string]Sent{"p1": NewSent(mem("a", "b", "c"), spec("a"), t0)}
 	for _, tc := range []struct {
@@ -63,6 +70,10 @@ func TestHoldSent(t *testing.T) {
 			t.Fatalf("%s: HoldSent changed its argument", tc.name)
 		}
 	}
+}
+
+func TestHoldSentLetsGo(t *testing.T) {
+	cur, want := pool1, want1
 	for _, tc := range []struct {
 		name string
 		cur  Current
