@@ -77,19 +77,21 @@ func desiredMembers(want []Listener, cur Current) map[string][]openstack.MemberS
 	return out
 }
 
+// memberKey and specKey name a set of members by address and port, in the same form, so that what Octavia lists
+// and what was sent compare.
 func memberKey(ms []openstack.Member) string {
-	keys := make([]string, 0, len(ms))
-	for _, m := range ms {
-		keys = append(keys, m.Address+":"+strconv.Itoa(m.ProtocolPort))
-	}
-	slices.Sort(keys)
-	return strings.Join(keys, ",")
+	return setKey(ms, func(m openstack.Member) (string, int) { return m.Address, m.ProtocolPort })
 }
 
 func specKey(ms []openstack.MemberSpec) string {
+	return setKey(ms, func(m openstack.MemberSpec) (string, int) { return m.Address, m.ProtocolPort })
+}
+
+func setKey[T any](ms []T, addrPort func(T) (string, int)) string {
 	keys := make([]string, 0, len(ms))
 	for _, m := range ms {
-		keys = append(keys, m.Address+":"+strconv.Itoa(m.ProtocolPort))
+		a, p := addrPort(m)
+		keys = append(keys, a+":"+strconv.Itoa(p))
 	}
 	slices.Sort(keys)
 	return strings.Join(keys, ",")

@@ -176,7 +176,7 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 	// behind the last and works out deletions from its own, older view).
 	settling := octavia.Settling(cur)
 	read := cur
-	cur = r.expireSettling(ctx, cur)
+	cur = r.expireSettling(ctx, cur, settling)
 	cur, held := r.holdSent(string(svc.UID), cur, want)
 	applied, retry, err := r.applyNext(ctx, svc, lb, read, octavia.Plan(want, cur))
 	if err != nil {
@@ -534,15 +534,16 @@ func (r *Reconciler) forgetSent(uid string) {
 
 // expireSettling lets a pool that has waited octavia.SettleLimit for the provider to finish a member change have
 // its change sent again (the provider lost it), with a log line.
-func (r *Reconciler) expireSettling(ctx context.Context, cur octavia.Current) octavia.Current {
+// settling is octavia.Settling(cur), which the caller has.
+func (r *Reconciler) expireSettling(ctx context.Context, cur octavia.Current, settling []string) octavia.Current {
 	r.settleMu.Lock()
 	defer r.settleMu.Unlock()
 	if r.settlingSince == nil {
 		r.settlingSince = map[string]octavia.Settle{}
 	}
 	out := octavia.ExpireSettling(cur, r.settlingSince, time.Now(), octavia.SettleLimit)
-	if before, after := octavia.Settling(cur), octavia.Settling(out); len(after) < len(before) {
-		klog.FromContext(ctx).Info("The provider did not finish a member change in time; sending it again", "pools", before, "after", octavia.SettleLimit)
+	if after := octavia.Settling(out); len(after) < len(settling) {
+		klog.FromContext(ctx).Info("The provider did not finish a member change in time; sending it again", "pools", settling, "after", octavia.SettleLimit)
 	}
 	return out
 }
