@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the stack needs on the host from Debian packages when missing: its tools, what the nodes need, and
-# on the zed lane (the default) Neutron, Octavia, Open vSwitch + OVN (and Keystone when STACK_KEYSTONE=1).
+# on the zed lane Neutron, Octavia, Open vSwitch + OVN (and Keystone when STACK_KEYSTONE=1).
 # Library packages and binaries only: no services are started (policy-rc.d), no /etc files are written by this
 # script (the Open vSwitch postinst creates an unused /etc/openvswitch/conf.db).
 set -euo pipefail
@@ -12,9 +12,9 @@ groups=(
   "tools: sqlite3 openssl curl jq iproute2 procps iputils-ping ethtool"
   "the nodes (runc's seccomp, nsenter, mount, conntrack): libseccomp-dev util-linux mount conntrack"
 )
-# On the 2025.1 lane (STACK_OPENSTACK=2025.1) the cloud side comes from its own root file system
-# (hack/build-openstack-rootfs.sh); the zed lane, the default, runs the host's own packages.
-if [[ ${STACK_OPENSTACK:-zed} == zed ]]; then
+# On the 2025.1 lane (the default) the cloud side comes from its own root file system
+# (hack/build-openstack-rootfs.sh); the zed lane (STACK_OPENSTACK=zed) runs the host's own packages.
+if [[ ${STACK_OPENSTACK:-2025.1} == zed ]]; then
   groups+=(
     "Neutron and Octavia: python3-neutron python3-octavia python3-ovn-octavia-provider"
     "Open vSwitch and OVN (the datapath): openvswitch-switch ovn-central ovn-host"

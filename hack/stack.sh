@@ -19,17 +19,17 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STACK_DIR=$(realpath -m "${STACK_DIR:-$REPO/.stack}")
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
 CACHE_ROOT=${XDG_CACHE_HOME:-$HOME/.cache}/raven
-# The OpenStack release the cloud side runs: zed (Neutron 21, Octavia 11, OVN 23.03, Open vSwitch 3.1), the host's
-# own Debian 12 packages, still the default (docs/operations.md, "OpenStack versions tested", says what keeps
-# 2025.1 from being it); or 2025.1 (Neutron 26, Octavia 16, OVN 25.03, Open vSwitch 3.5) from a Debian 13 root file
-# system (hack/build-openstack-rootfs.sh) that its daemons and tools run in by chroot (hack/openstack/os-run,
-# through the wrappers in $OS_TOOLS, first on the PATH).
-OPENSTACK=${STACK_OPENSTACK:-zed}
+# The OpenStack release the cloud side runs: 2025.1 (Neutron 26, Octavia 16, OVN 25.03, Open vSwitch 3.5), the
+# default, from a Debian 13 root file system (hack/build-openstack-rootfs.sh) that its daemons and tools run in by
+# chroot (hack/openstack/os-run, through the wrappers in $OS_TOOLS, first on the PATH); or zed (Neutron 21,
+# Octavia 11, OVN 23.03, Open vSwitch 3.1), the host's own Debian 12 packages, the compatibility lane
+# (docs/operations.md, "OpenStack versions tested").
+OPENSTACK=${STACK_OPENSTACK:-2025.1}
 OS_TOOLS=$STACK_DIR/osbin
 case $OPENSTACK in
   2025.1) export PATH=$OS_TOOLS:$PATH PY=$OS_TOOLS/python3 ;;
   zed) PY=/usr/bin/python3 ;;
-  *) echo "STACK_OPENSTACK=$OPENSTACK: use zed (the default) or 2025.1" >&2; exit 2 ;;
+  *) echo "STACK_OPENSTACK=$OPENSTACK: use 2025.1 (the default) or zed" >&2; exit 2 ;;
 esac
 CLUSTER_ID=${RAVEN_CLUSTER_ID:-local}
 # What runs the nodes: kubelet (a real kubelet with containerd on each node, kube-scheduler, raven-node as the
@@ -590,6 +590,7 @@ export STACK_LB_PROVIDER=$LB_PROVIDER
 export STACK_NODES=$nodes
 export STACK_NODE_RUNTIME=$NODE_RUNTIME
 export STACK_OPENSTACK=$OPENSTACK
+export STACK_OVN_OCTAVIA_PROVIDER=$(os_version python3-ovn-octavia-provider)
 ENV
   [[ $OPENSTACK == zed ]] || echo "export STACK_TOOLS=$OS_TOOLS" >>"$STACK_DIR/env"
   if ((nodes >= 2)); then

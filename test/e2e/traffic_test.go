@@ -291,6 +291,13 @@ func TestLoadBalancerIngressCarriesTraffic(t *testing.T) {
 // A Service with 100 ports is built whole, in one Octavia request, and every port answers.
 func TestServiceWith100PortsCarriesTraffic(t *testing.T) {
 	needOVNProvider(t)
+	if v := env.vars["STACK_OVN_OCTAVIA_PROVIDER"]; providerAsksPerListener(v) {
+		// Measured: docs/performance/provider-8.0.0-100-ports-2026-11-28.txt. The load balancer made by hand
+		// (one call, without Raven) does not carry its second port within minutes either.
+		t.Skipf("ovn-octavia-provider %s asks Octavia's driver agent for every pool and listener of the load balancer after "+
+			"each member and health monitor request (fixed in 10.0.0): a 100-port load balancer had 2 of its listeners in "+
+			"OVN 4 min after Octavia accepted it, and its second port did not answer in 3 min", v)
+	}
 	r := ensureRaven(t)
 	ns := newNamespace(t)
 	createServingPods(t, ns, "client")
@@ -340,4 +347,13 @@ func expectAnswerWithin(t testing.TB, timeout time.Duration, from, network, addr
 			t.Fatalf("%s %s → %s: answer %q, error %v; want %q", network, from, addr, got, err, want)
 		}
 	}
+}
+
+// providerAsksPerListener tells whether an ovn-octavia-provider version (a Debian package version such as
+// "8.0.0-1") computes a load balancer's operating statuses with one driver agent call per pool and listener
+// after each member and health monitor request: 4.0.0 (2023.1) up to 10.0.0 (2026.1), which makes one call.
+func providerAsksPerListener(version string) bool {
+	major, _, _ := strings.Cut(strings.TrimPrefix(version, "1:"), ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 4 && n < 10
 }
