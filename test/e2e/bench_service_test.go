@@ -345,9 +345,15 @@ func monitoredFloorLB(t testing.TB, subnet string, members []openstack.MemberSpe
 	for id := range tree.Members {
 		poolID = id
 	}
-	if err := lbc.CreateMonitor(ctx, openstack.MonitorSpec{PoolID: poolID, Name: "floor", Type: "TCP", Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}); err != nil {
-		t.Fatal(err)
-	}
+	// 8.0.0 puts the load balancer back to ACTIVE while its members are still being made, and Octavia refuses
+	// a monitor on the pool meanwhile (409, pool immutable): ask again until it takes it, as an operator would.
+	eventually(t, svcPhaseTimeout, "the floor's health monitor accepted", func() (bool, error) {
+		err := lbc.CreateMonitor(ctx, openstack.MonitorSpec{PoolID: poolID, Name: "floor", Type: "TCP", Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2})
+		if openstack.KindOf(err) == openstack.KindImmutable {
+			return false, nil
+		}
+		return err == nil, err
+	})
 	eventually(t, svcPhaseTimeout, "the floor's health monitor ONLINE", func() (bool, error) {
 		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
 		m, ok := tree.Monitors[poolID]

@@ -40,3 +40,41 @@ func TestAPoolIsWatchedUntilTheProviderIsDone(t *testing.T) {
 		})
 	}
 }
+
+// TestTheLookAtASettlingPoolBacksOff: a pool the provider works on for minutes (8.0.0 building 100 members) is
+// looked at every half second at first, then less often; a Service with nothing pending forgets its wait.
+func TestTheLookAtASettlingPoolBacksOff(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		waited time.Duration
+		want   time.Duration
+	}{
+		{name: "the wait has just begun", want: pending},
+		{name: "waiting for 10 s", waited: 10 * time.Second, want: time.Second},
+		{name: "waiting for minutes", waited: 3 * time.Minute, want: 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
+			w.mustConverge(t)
+			w.o.SetMemberStatus("10.244.0.5", "PENDING_CREATE")
+			svc := w.get(t)
+			if tc.waited > 0 {
+				w.r.waitBegan = map[string]time.Time{string(svc.UID): time.Now().Add(-tc.waited)}
+			}
+			res, err := w.reconcile(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := res.RequeueAfter - tc.want; d < -50*time.Millisecond || d > 50*time.Millisecond {
+				t.Fatalf("looks again after %v, want %v", res.RequeueAfter, tc.want)
+			}
+			w.o.SetMemberStatus("10.244.0.5", "ACTIVE")
+			if _, err := w.reconcile(t); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := w.r.waitBegan[string(svc.UID)]; ok {
+				t.Fatal("the wait is still remembered once nothing is pending")
+			}
+		})
+	}
+}
