@@ -95,7 +95,10 @@ func planPool(w Listener, p openstack.Pool, members []openstack.Member) (steps, 
 		steps = append(steps, Step{Kind: ReplaceMembers, ID: p.ID, Listener: w})
 	}
 	switch {
-	case w.Monitor != nil && p.MonitorID == "":
+	case w.Monitor != nil && p.MonitorID == "" && !settling(members):
+		// The monitor waits until the provider has made the pool's members: 8.0.0 puts the load balancer back
+		// to ACTIVE while it still makes them one by one, and each member it makes under a monitor also gets a
+		// health-check mapping and, once probed, a status event of its own.
 		monitors = append(monitors, Step{Kind: CreateMonitor, ID: p.ID, Listener: w})
 	case w.Monitor == nil && p.MonitorID != "":
 		monitors = append(monitors, Step{Kind: DeleteMonitor, ID: p.MonitorID, Listener: w})
