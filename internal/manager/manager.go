@@ -180,12 +180,13 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		if err != nil {
 			return nil, err
 		}
+		deletes := &octavia.Deletes{}
 		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Provider: prov, Gate: gate, Recorder: recorder,
-			Backends: backends}
+			Backends: backends, Deletes: deletes}
 		if err := r.SetupWithManager(mgr, min(o.Workers, 8), svcRepairs); err != nil {
 			return nil, err
 		}
-		sweeper.Extra = append(sweeper.Extra, service.Sweep(mgr.GetClient(), nm, clients.LoadBalancing, prov, svcRepairs,
+		sweeper.Extra = append(sweeper.Extra, service.Sweep(mgr.GetClient(), nm, clients.LoadBalancing, prov, deletes, svcRepairs,
 			o.OrphanGracePeriod.Duration, func(kind string) { m.Swept.WithLabelValues(kind).Inc() }))
 	}
 	return sweeper, nil

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/raven-net/raven/internal/openstack"
 )
@@ -86,8 +87,9 @@ const monitoredFirstLimit = 8
 // the load balancer is ACTIVE: on a provider with MonitorsFirst, its health monitors go, one per call; on one
 // with MembersFirst instead, a load balancer with a few monitored pools loses those pools' members, one pool
 // per call (one in ERROR goes whole). While Octavia applies a step (PENDING_*) nothing is asked; gone already is
-// fine, and so is busy: the caller asks again until the load balancer is gone.
-func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb openstack.LoadBalancer) error {
+// fine, and so is busy: the caller asks again until the load balancer is gone. The load balancer's own delete is
+// sent again only after DeleteResend (see Deletes).
+func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb openstack.LoadBalancer, deletes *Deletes) error {
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
 		return nil // Octavia is applying the last step; the caller looks again
 	}
@@ -104,7 +106,15 @@ func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb 
 			return ignoreGoneOrBusy(lbc.ReplaceMembers(ctx, pool, nil))
 		}
 	}
-	return ignoreGoneOrBusy(lbc.DeleteLoadBalancer(ctx, lb.ID))
+	now := time.Now()
+	if lb.ProvisioningStatus != "ERROR" && !deletes.Due(lb.ID, now) {
+		return nil // the provider has it in its queue (ERROR: it is done with it, and failed)
+	}
+	err := lbc.DeleteLoadBalancer(ctx, lb.ID)
+	if err == nil {
+		deletes.Sent(lb.ID, now)
+	}
+	return ignoreGoneOrBusy(err)
 }
 
 // monitoredWithMembers names the first monitored pool that still has members, when the load balancer has no

@@ -185,7 +185,7 @@ func TestDeleteMembersFirst(t *testing.T) {
 			d := &deleteLB{tree: openstack.StatusTree{Members: tc.members, Monitors: monitored}}
 			prov, _ := ProviderNamed("ovn")
 			prov.MembersFirst = true // octavia.deleteMembersFirst
-			if err := Delete(context.Background(), d, prov, openstack.LoadBalancer{ID: "lb", ProvisioningStatus: tc.lbStatus}); err != nil {
+			if err := Delete(context.Background(), d, prov, openstack.LoadBalancer{ID: "lb", ProvisioningStatus: tc.lbStatus}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(d.replaced, tc.replaced) || !reflect.DeepEqual(d.deleted, tc.deleted) {
@@ -211,7 +211,7 @@ func TestDeleteMonitorsFirst(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &deleteLB{tree: openstack.StatusTree{Members: members, Monitors: tc.monitors}}
 			prov, _ := ProviderNamed("ovn")
-			if err := Delete(context.Background(), d, prov, openstack.LoadBalancer{ID: "lb", ProvisioningStatus: tc.lbStatus}); err != nil {
+			if err := Delete(context.Background(), d, prov, openstack.LoadBalancer{ID: "lb", ProvisioningStatus: tc.lbStatus}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(d.monitorsGone, tc.monitorsGone) || !reflect.DeepEqual(d.deleted, tc.deleted) || d.replaced != nil {
@@ -336,5 +336,40 @@ func TestPlan(t *testing.T) {
 				t.Fatalf("Plan = %v, want %v", got, tc.plan)
 			}
 		})
+	}
+}
+
+// TestADeleteIsNotSentAgainWhileQueued: the provider turns a load balancer it has a delete queued for back to
+// ACTIVE; Raven, asked again at once, sends nothing until DeleteResend has passed.
+func TestADeleteIsNotSentAgainWhileQueued(t *testing.T) {
+	d := &deleteLB{}
+	deletes := &Deletes{}
+	prov, _ := ProviderNamed("amphora")
+	active := openstack.LoadBalancer{ID: "lb", ProvisioningStatus: "ACTIVE"}
+	for range 3 {
+		if err := Delete(context.Background(), d, prov, active, deletes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(d.deleted) != 1 {
+		t.Fatalf("%d deletes sent, want 1", len(d.deleted))
+	}
+	failed := active
+	failed.ProvisioningStatus = "ERROR"
+	if err := Delete(context.Background(), d, prov, failed, deletes); err != nil || len(d.deleted) != 2 {
+		t.Fatalf("a load balancer the provider failed to delete (ERROR): %d deletes sent (%v), want 2", len(d.deleted), err)
+	}
+	if deletes.Due("lb", time.Now().Add(DeleteResend/2)) {
+		t.Error("due again within DeleteResend")
+	}
+	if !deletes.Due("lb", time.Now().Add(DeleteResend)) {
+		t.Error("not due after DeleteResend")
+	}
+	if !deletes.Due("other", time.Now()) {
+		t.Error("another load balancer's delete is held")
+	}
+	var none *Deletes
+	if !none.Due("lb", time.Now()) {
+		t.Error("a nil Deletes holds a delete")
 	}
 }

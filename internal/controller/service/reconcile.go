@@ -62,6 +62,8 @@ type Reconciler struct {
 	// Backends, when set, is told the members of each load balancer as read, so that a pod's port outlives its
 	// membership (see octavia.Backends).
 	Backends *octavia.Backends
+	// Deletes, when set, keeps a load balancer delete from being sent again while the provider has it queued.
+	Deletes  *octavia.Deletes
 	Gate     *controller.Gate
 	Recorder events.EventRecorder
 
@@ -85,7 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !controllerutil.ContainsFinalizer(&svc, annotations.ServiceFinalizer) {
 			return reconcile.Result{}, nil
 		}
-		done, err := Teardown(ctx, r.Neutron, r.LB, r.Provider, string(svc.UID))
+		done, err := Teardown(ctx, r.Neutron, r.LB, r.Provider, r.Deletes, string(svc.UID))
 		if err != nil {
 			r.warn(&svc, "LoadBalancerDelete", "deleting the load balancer", err)
 			return reconcile.Result{}, err
@@ -387,7 +389,7 @@ func (r *Reconciler) pick(ctx context.Context, svc *corev1.Service, vip openstac
 			keep = lb
 			continue
 		}
-		if err := octavia.Delete(ctx, r.LB, r.Provider, *lb); err != nil {
+		if err := octavia.Delete(ctx, r.LB, r.Provider, *lb, r.Deletes); err != nil {
 			return nil, deleting, err
 		}
 	}

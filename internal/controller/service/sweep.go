@@ -22,7 +22,7 @@ import (
 // Sweep returns the service part of the resync: a Service whose load balancer vanished out of band goes
 // back to its reconciler, and the load balancers, VIP ports and floating IPs of Services that are gone
 // are deleted once older than grace. swept counts what it removed.
-func Sweep(c client.Reader, nm *neutron.Manager, lbc openstack.LoadBalancing, prov octavia.Provider, repairs chan<- event.GenericEvent,
+func Sweep(c client.Reader, nm *neutron.Manager, lbc openstack.LoadBalancing, prov octavia.Provider, deletes *octavia.Deletes, repairs chan<- event.GenericEvent,
 	grace time.Duration, swept func(kind string)) func(ctx context.Context, now time.Time) error {
 	return func(ctx context.Context, now time.Time) error {
 		var svcs corev1.ServiceList
@@ -53,7 +53,7 @@ func Sweep(c client.Reader, nm *neutron.Manager, lbc openstack.LoadBalancing, pr
 			if uid == "" || live[uid] || now.Sub(created) < grace {
 				continue
 			}
-			done, err := Teardown(ctx, nm, lbc, prov, uid)
+			done, err := Teardown(ctx, nm, lbc, prov, deletes, uid)
 			if err != nil {
 				errs = append(errs, err)
 				continue

@@ -113,7 +113,7 @@ func TestServiceSweep(t *testing.T) {
 			}
 			repairs := make(chan event.GenericEvent, 10)
 			swept := 0
-			sweep := Sweep(reader, w.m, w.o, octavia.Provider{}, repairs, grace, func(string) { swept++ })
+			sweep := Sweep(reader, w.m, w.o, octavia.Provider{}, nil, repairs, grace, func(string) { swept++ })
 			for range 1 + tc.pending + 1 {
 				if err := sweep(ctx, t0.Add(tc.after)); err != nil {
 					t.Fatal(err)

@@ -12,7 +12,8 @@ import (
 // Teardown deletes every OpenStack object of the service with this UID: the floating IP, the load balancer
 // (cascade; on a provider with MembersFirst its monitored pools' members before it) and, once Octavia has let go of it,
 // the VIP port. It returns false while Octavia is still deleting. The reconciler and the sweep both use it.
-func Teardown(ctx context.Context, nm *neutron.Manager, lbc openstack.LoadBalancing, prov octavia.Provider, uid string) (bool, error) {
+// deletes, shared with the reconciler, keeps a delete the provider has queued from being sent again.
+func Teardown(ctx context.Context, nm *neutron.Manager, lbc openstack.LoadBalancing, prov octavia.Provider, deletes *octavia.Deletes, uid string) (bool, error) {
 	owner := ownership.Owner{Cluster: nm.C.ID, Kind: ownership.KindService, UID: uid}
 	if _, _, err := nm.EnsureFloatingIP(ctx, owner, false, "", ""); err != nil {
 		return false, err
@@ -25,7 +26,7 @@ func Teardown(ctx context.Context, nm *neutron.Manager, lbc openstack.LoadBalanc
 		if lb.ProvisioningStatus == "PENDING_DELETE" {
 			continue
 		}
-		if err := octavia.Delete(ctx, lbc, prov, lb); err != nil {
+		if err := octavia.Delete(ctx, lbc, prov, lb, deletes); err != nil {
 			return false, err
 		}
 	}
