@@ -29,22 +29,29 @@ func NewSent(cur []openstack.Member, want []openstack.MemberSpec, now time.Time)
 // HoldSent returns cur with each pool that has a change in sent which Octavia does not show yet, is still what
 // want asks, and whose listing changed within limit, shown as holding the sent members, PENDING_UPDATE: Plan
 // leaves it alone, and Settling looks again shortly. held lists those pools. sent is updated: a change Octavia
-// shows, or want no longer asks, or that made no progress for limit (then Plan sends it again), leaves it.
-func HoldSent(cur Current, want []Listener, sent map[string]Sent, now time.Time, limit time.Duration) (out Current, held []string) {
+// shows, or no longer wanted, or that made no progress for limit (then Plan sends it again), leaves it.
+//
+// A pool whose Service now wants other members than were sent is not held (Plan acts on what is wanted now), but
+// while Octavia does not show the sent change yet the provider may still apply it: watched lists those pools, to be
+// looked at again until Octavia shows it (then Plan sees what it undid) or its listing stood still for limit. Seen
+// on 2025.1: a backend made unready, then ready again before Octavia listed its removal, looked in place to Raven,
+// which stopped looking; the queued removal then took it out of the pool for good.
+func HoldSent(cur Current, want []Listener, sent map[string]Sent, now time.Time, limit time.Duration) (out Current, held, watched []string) {
 	desired := desiredMembers(want, cur)
 	out = cur
 	for id, s := range sent {
 		have := memberKey(cur.Members[id])
 		w, wanted := desired[id]
-		switch {
-		case !wanted || specKey(w) != s.Want || have == s.Want:
-			delete(sent, id)
-			continue
-		case have != s.Seen:
+		if have != s.Seen {
 			s.Seen, s.Since = have, now
 			sent[id] = s
-		case now.Sub(s.Since) >= limit:
+		}
+		switch {
+		case !wanted || have == s.Want || now.Sub(s.Since) >= limit:
 			delete(sent, id)
+			continue
+		case specKey(w) != s.Want:
+			watched = append(watched, id)
 			continue
 		}
 		if len(held) == 0 {
@@ -58,7 +65,8 @@ func HoldSent(cur Current, want []Listener, sent map[string]Sent, now time.Time,
 		held = append(held, id)
 	}
 	slices.Sort(held)
-	return out, held
+	slices.Sort(watched)
+	return out, held, watched
 }
 
 // desiredMembers is the members want asks of each pool of cur, matched as Plan matches them.

@@ -1,6 +1,7 @@
 package octavia
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func TestHoldSent(t *testing.T) {
 		{"no progress since, within the limit", 2*SettleLimit - time.Second, cur("a", "b"), want("a"), true},
 		{"no progress for the limit: sent again", 2 * SettleLimit, cur("a", "b"), want("a"), false},
 	} {
-		out, held := HoldSent(tc.cur, tc.want, sent, t0.Add(tc.at), SettleLimit)
+		out, held, _ := HoldSent(tc.cur, tc.want, sent, t0.Add(tc.at), SettleLimit)
 		if (len(held) == 1) != tc.held {
 			t.Fatalf("%s: held %v, want %v", tc.name, held, tc.held)
 		}
@@ -80,12 +81,32 @@ func TestHoldSentLetsGo(t *testing.T) {
 		want []Listener
 	}{
 		{"Octavia shows the change: done", cur("a"), want("a")},
-		{"the Service wants something else now: not held", cur("a", "b", "c"), want("a", "d")},
 		{"the pool is no longer wanted: not held", cur("a", "b", "c"), nil},
 	} {
 		sent := map[string]Sent{"p1": NewSent(mem("a", "b", "c"), spec("a"), t0)}
-		if _, held := HoldSent(tc.cur, tc.want, sent, t0.Add(time.Second), SettleLimit); len(held) != 0 || len(sent) != 0 {
-			t.Fatalf("%s: held %v, records left %v", tc.name, held, sent)
+		if _, held, watched := HoldSent(tc.cur, tc.want, sent, t0.Add(time.Second), SettleLimit); len(held) != 0 || len(watched) != 0 || len(sent) != 0 {
+			t.Fatalf("%s: held %v, watched %v, records left %v", tc.name, held, watched, sent)
 		}
+	}
+}
+
+// TestAChangeWantedBackIsWatched: b is removed (a, b → a), then wanted again before Octavia lists the removal.
+// The pool looks in place, but the provider still has the removal queued: the pool is watched until Octavia shows
+// it, and then b is sent again.
+func TestAChangeWantedBackIsWatched(t *testing.T) {
+	cur, want := pool1, want1
+	sent := map[string]Sent{"p1": NewSent(mem("a", "b"), spec("a"), t0)}
+	out, held, watched := HoldSent(cur("a", "b"), want("a", "b"), sent, t0.Add(time.Second), SettleLimit)
+	if len(held) != 0 || !slices.Equal(watched, []string{"p1"}) || len(Plan(want("a", "b"), out)) != 0 {
+		t.Fatalf("wanted back before Octavia listed the removal: held %v, watched %v, planned %v; want watched only", held, watched, Plan(want("a", "b"), out))
+	}
+	out, held, watched = HoldSent(cur("a"), want("a", "b"), sent, t0.Add(2*time.Second), SettleLimit)
+	if steps := Plan(want("a", "b"), out); len(held) != 0 || len(watched) != 0 || len(steps) != 1 || steps[0].Kind != ReplaceMembers || len(sent) != 0 {
+		t.Fatalf("Octavia lists the removal: held %v, watched %v, planned %v, records %v; want b sent again", held, watched, steps, sent)
+	}
+	// Octavia's listing stands still for the limit: the provider is done, the record goes.
+	sent = map[string]Sent{"p1": NewSent(mem("a", "b"), spec("a"), t0)}
+	if _, _, watched := HoldSent(cur("a", "b"), want("a", "b"), sent, t0.Add(SettleLimit), SettleLimit); len(watched) != 0 || len(sent) != 0 {
+		t.Fatalf("after the limit without progress: watched %v, records %v", watched, sent)
 	}
 }

@@ -189,7 +189,7 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 	settling := octavia.Settling(cur)
 	read := cur
 	cur = r.expireSettling(ctx, cur, settling)
-	cur, held := r.holdSent(string(svc.UID), cur, want)
+	cur, held, watched := r.holdSent(string(svc.UID), cur, want)
 	applied, retry, err := r.applyNext(ctx, svc, lb, read, octavia.Plan(want, cur))
 	if err != nil {
 		return reconcile.Result{}, err
@@ -224,8 +224,8 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 	}
 	// What Octavia refused is asked again later (a quota may be raised): retry is 0 when nothing was refused.
 	// Pools whose members the provider is still changing are looked at again shortly.
-	if after, waiting := r.waitForProvider(string(svc.UID), len(settling) > 0 || len(held) > 0, time.Now()); waiting {
-		klog.FromContext(ctx).V(2).Info("Waiting for the provider to finish a member change", "pools", settling, "sent", held, "lookAgain", after)
+	if after, waiting := r.waitForProvider(string(svc.UID), len(settling) > 0 || len(held) > 0 || len(watched) > 0, time.Now()); waiting {
+		klog.FromContext(ctx).V(2).Info("Waiting for the provider to finish a member change", "pools", settling, "sent", held, "watched", watched, "lookAgain", after)
 		retry = shortest(retry, after)
 	}
 	return reconcile.Result{RequeueAfter: retry}, nil
@@ -512,19 +512,19 @@ func (r *Reconciler) ensureFloatingIP(ctx context.Context, svc *corev1.Service, 
 }
 
 // holdSent shows the pools whose sent member change Octavia does not show yet as still being changed (see
-// octavia.HoldSent), and lists them.
-func (r *Reconciler) holdSent(uid string, cur octavia.Current, want []octavia.Listener) (octavia.Current, []string) {
+// octavia.HoldSent), and lists them, and the pools to look at again until Octavia shows an earlier change.
+func (r *Reconciler) holdSent(uid string, cur octavia.Current, want []octavia.Listener) (out octavia.Current, held, watched []string) {
 	r.settleMu.Lock()
 	defer r.settleMu.Unlock()
 	sent := r.sent[uid]
 	if len(sent) == 0 {
-		return cur, nil
+		return cur, nil, nil
 	}
-	out, held := octavia.HoldSent(cur, want, sent, time.Now(), octavia.SettleLimit)
+	out, held, watched = octavia.HoldSent(cur, want, sent, time.Now(), octavia.SettleLimit)
 	if len(sent) == 0 {
 		delete(r.sent, uid)
 	}
-	return out, held
+	return out, held, watched
 }
 
 func (r *Reconciler) recordSent(uid, pool string, s octavia.Sent) {
