@@ -620,7 +620,10 @@ func deleteServiceAndWait(t testing.TB, ns string, svc *corev1.Service) {
 	if err := env.kube.CoreV1().Services(ns).Delete(context.Background(), svc.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Gone from Octavia, not only PENDING_DELETE: the next phase's floor must not share the provider with it.
 	eventually(t, svcPhaseTimeout, "the Service's load balancer gone", func() (bool, error) {
-		return serviceLB(t, svc.UID) == nil, nil
+		lbs, err := env.os.LoadBalancing.ListLoadBalancers(context.Background(),
+			ownership.Owner{Cluster: env.cluster, Kind: ownership.KindService, UID: string(svc.UID)}.Tags())
+		return err == nil && len(lbs) == 0, err
 	})
 }
