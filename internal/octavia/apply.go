@@ -100,7 +100,7 @@ func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb 
 		}
 		if prov.MonitorsFirst && !prov.MembersFirst && len(tree.Monitors) > 0 {
 			pool := slices.Sorted(maps.Keys(tree.Monitors))[0]
-			return ignoreGoneOrBusy(lbc.DeleteMonitor(ctx, tree.Monitors[pool].ID))
+			return deleteMonitor(ctx, lbc, tree.Monitors[pool].ID, deletes)
 		}
 		if pool, ok := monitoredWithMembers(tree); ok && prov.MembersFirst {
 			return ignoreGoneOrBusy(lbc.ReplaceMembers(ctx, pool, nil))
@@ -113,6 +113,21 @@ func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb 
 	err := lbc.DeleteLoadBalancer(ctx, lb.ID)
 	if err == nil {
 		deletes.Sent(lb.ID, now)
+	}
+	return ignoreGoneOrBusy(err)
+}
+
+// deleteMonitor deletes a health monitor unless its delete was sent within DeleteResend: 8.0.0 shows a monitor
+// whose delete it has queued as ACTIVE again, and a second delete of it left its pool PENDING_UPDATE for good (the
+// provider never answered it), and with it the load balancer and the Service's namespace (make test, 2026-11-28).
+func deleteMonitor(ctx context.Context, lbc openstack.LoadBalancing, id string, deletes *Deletes) error {
+	now := time.Now()
+	if !deletes.Due(id, now) {
+		return nil
+	}
+	err := lbc.DeleteMonitor(ctx, id)
+	if err == nil {
+		deletes.Sent(id, now)
 	}
 	return ignoreGoneOrBusy(err)
 }

@@ -12,7 +12,7 @@ import (
 // provider then failed 110 of them, one after the other, while other load balancers waited behind them.
 const DeleteResend = time.Minute
 
-// Deletes remembers when Raven last sent each load balancer's delete. A nil *Deletes remembers nothing: every
+// Deletes remembers when Raven last sent each load balancer's or health monitor's delete. A nil *Deletes remembers nothing: every
 // delete is sent.
 type Deletes struct {
 	mu   sync.Mutex

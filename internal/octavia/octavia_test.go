@@ -368,6 +368,17 @@ func TestADeleteIsNotSentAgainWhileQueued(t *testing.T) {
 	if !deletes.Due("other", time.Now()) {
 		t.Error("another load balancer's delete is held")
 	}
+	// The same for the health monitors deleted before their load balancer.
+	m := &deleteLB{tree: openstack.StatusTree{Monitors: map[string]openstack.MonitorStatus{"p1": {ID: "hm1"}}}}
+	ovn, _ := ProviderNamed("ovn")
+	for range 3 {
+		if err := Delete(context.Background(), m, ovn, active, deletes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(m.monitorsGone) != 1 {
+		t.Fatalf("%d deletes of the same health monitor sent, want 1", len(m.monitorsGone))
+	}
 	var none *Deletes
 	if !none.Due("lb", time.Now()) {
 		t.Error("a nil Deletes holds a delete")
