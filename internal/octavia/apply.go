@@ -100,34 +100,29 @@ func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb 
 		}
 		if prov.MonitorsFirst && !prov.MembersFirst && len(tree.Monitors) > 0 {
 			pool := slices.Sorted(maps.Keys(tree.Monitors))[0]
-			return deleteMonitor(ctx, lbc, tree.Monitors[pool].ID, deletes)
+			// 8.0.0 shows a monitor whose delete it has queued as ACTIVE again, and a second delete of it left its
+			// pool PENDING_UPDATE for good (the provider never answered it), and with it the load balancer and the
+			// Service's namespace (make test, 2026-11-28).
+			return deleteOnce(ctx, lbc.DeleteMonitor, tree.Monitors[pool].ID, false, deletes)
 		}
 		if pool, ok := monitoredWithMembers(tree); ok && prov.MembersFirst {
 			return ignoreGoneOrBusy(lbc.ReplaceMembers(ctx, pool, nil))
 		}
 	}
-	now := time.Now()
-	if lb.ProvisioningStatus != "ERROR" && !deletes.Due(lb.ID, now) {
-		return nil // the provider has it in its queue (ERROR: it is done with it, and failed)
-	}
-	err := lbc.DeleteLoadBalancer(ctx, lb.ID)
-	if err == nil {
-		deletes.Sent(lb.ID, now)
-	}
-	return ignoreGoneOrBusy(err)
+	// In ERROR, the provider is done with an earlier delete, and failed: it is sent again at once.
+	return deleteOnce(ctx, lbc.DeleteLoadBalancer, lb.ID, lb.ProvisioningStatus == "ERROR", deletes)
 }
 
-// deleteMonitor deletes a health monitor unless its delete was sent within DeleteResend: 8.0.0 shows a monitor
-// whose delete it has queued as ACTIVE again, and a second delete of it left its pool PENDING_UPDATE for good (the
-// provider never answered it), and with it the load balancer and the Service's namespace (make test, 2026-11-28).
-func deleteMonitor(ctx context.Context, lbc openstack.LoadBalancing, id string, deletes *Deletes) error {
-	now := time.Now()
-	if !deletes.Due(id, now) {
-		return nil
+// deleteOnce sends the delete of the object id unless one was sent within DeleteResend (see Deletes), or now is
+// set; gone already and busy are fine.
+func deleteOnce(ctx context.Context, del func(context.Context, string) error, id string, now bool, deletes *Deletes) error {
+	at := time.Now()
+	if !now && !deletes.Due(id, at) {
+		return nil // the provider has it in its queue
 	}
-	err := lbc.DeleteMonitor(ctx, id)
+	err := del(ctx, id)
 	if err == nil {
-		deletes.Sent(id, now)
+		deletes.Sent(id, at)
 	}
 	return ignoreGoneOrBusy(err)
 }

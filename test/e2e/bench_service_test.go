@@ -174,7 +174,6 @@ func TestBenchmarkServices(t *testing.T) {
 	deleteServiceAndWait(t, ns, many)
 }
 
-// readyBackends waits for n Ready pods of the Deployment name and returns them by IP.
 // createBenchDeployment is createServingDeployment without the readiness probe: the benchmark never turns a
 // backend's readiness off, and 112 exec probes a second overloaded two real kubelets on 2 cores (load average 222,
 // docs/performance/bench-services-2025.1-2026-11-28.txt). A pod is ready once its container runs.
@@ -183,6 +182,7 @@ func createBenchDeployment(t testing.TB, ns, name string, replicas int32) {
 	deploy(t, ns, name, replicas, servingPod("").Spec)
 }
 
+// readyBackends waits for n Ready pods of the Deployment name and returns them by IP.
 func readyBackends(t testing.TB, ns, name string, n int) map[string]string {
 	t.Helper()
 	out := map[string]string{}

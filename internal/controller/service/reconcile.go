@@ -34,7 +34,12 @@ func pollAfter(since, now time.Time) time.Duration {
 	if since.IsZero() {
 		return pending
 	}
-	return min(max(now.Sub(since)/10, pending), 5*time.Second)
+	return backOff(now.Sub(since), 5*time.Second)
+}
+
+// backOff is a tenth of how long a wait has lasted, at least pending and at most most.
+func backOff(waited, most time.Duration) time.Duration {
+	return min(max(waited/10, pending), most)
 }
 
 // settleAfter says when to look again at a Service whose pools the provider has been changing since began:
@@ -42,7 +47,7 @@ func pollAfter(since, now time.Time) time.Duration {
 // look every half second was 465 reads (1875 calls) while ovn-octavia-provider 8.0.0 built one pool of 100
 // members (bench/results/services-2025.1). At most 2 s: a change that waits for the pool is sent that late.
 func settleAfter(began, now time.Time) time.Duration {
-	return min(max(now.Sub(began)/10, pending), 2*time.Second)
+	return backOff(now.Sub(began), 2*time.Second)
 }
 
 // Reconciler gives services their load balancers.
@@ -62,7 +67,8 @@ type Reconciler struct {
 	// Backends, when set, is told the members of each load balancer as read, so that a pod's port outlives its
 	// membership (see octavia.Backends).
 	Backends *octavia.Backends
-	// Deletes, when set, keeps a load balancer delete from being sent again while the provider has it queued.
+	// Deletes, when set, keeps a load balancer or health monitor delete from being sent again while the provider
+	// has it queued.
 	Deletes  *octavia.Deletes
 	Gate     *controller.Gate
 	Recorder events.EventRecorder
