@@ -78,7 +78,7 @@ func checkInvariant(t testing.TB, timeout time.Duration) time.Duration {
 			return time.Since(start)
 		}
 		if time.Since(start) > timeout {
-			t.Fatalf("invariant still broken after %s:\n%s", timeout, strings.Join(problems, "\n"))
+			fatalf(t, "invariant still broken after %s:\n%s", timeout, strings.Join(problems, "\n"))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -470,7 +471,7 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 		}
 		lastErr = err
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
+			fatalf(t, "timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
 		}
 		time.Sleep(max(100*time.Millisecond, time.Since(start)))
 	}
@@ -503,6 +504,20 @@ func dump(t *testing.T, ns string) {
 	for _, svc := range append([]string{"neutron-server", "octavia", "kube-controller-manager"}, nodeSide...) {
 		t.Logf("==== %s log, last lines:\n%s", svc, tail(filepath.Join(env.vars["STACK_DIR"], "logs", svc+".log"), 15))
 	}
+	if msg, ok := failures.Load(t.Name()); ok { // again at the end, where a reader of a long log looks first
+		t.Logf("==== %s failed on: %s", t.Name(), msg)
+	}
+}
+
+// failures holds, by test name, the message a wait helper failed a test with, for dump to repeat.
+var failures sync.Map
+
+// fatalf fails t as t.Fatalf does, and keeps the message for the failure dump.
+func fatalf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	failures.LoadOrStore(t.Name(), msg)
+	t.Fatal(msg)
 }
 
 // dumpKubernetes logs the namespace's pods, Services and events.

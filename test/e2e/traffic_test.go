@@ -344,7 +344,7 @@ func expectAnswerWithin(t testing.TB, timeout time.Duration, from, network, addr
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s %s → %s: answer %q, error %v; want %q", network, from, addr, got, err, want)
+			fatalf(t, "%s %s → %s: answer %q, error %v; want %q", network, from, addr, got, err, want)
 		}
 	}
 }
