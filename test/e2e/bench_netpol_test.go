@@ -44,6 +44,7 @@ func TestBenchmarkNetworkPolicy(t *testing.T) {
 	put := func(k string, v float64) { res[k] = float64(int64(v*100)) / 100 }
 	res["stack"] = "ML2/OVN Neutron, node side on (STACK_CNI=1), userspace datapath"
 	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	res["openstack"] = openstackRelease()
 	res["when"] = time.Now().UTC().Format(time.RFC3339)
 	res["rounds"] = *benchNPRounds
 	res["probe_timeout_ms"] = benchNPProbe.Milliseconds()

@@ -499,6 +499,7 @@ func TestBenchmarkNode(t *testing.T) {
 	res["stack"] = "ML2/OVN Neutron and Octavia on MariaDB, " + env.vars["STACK_NODES"] + " nodes of kubelet " +
 		"and containerd (the burst on the first), raven-node as a DaemonSet, userspace datapath"
 	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	res["openstack"] = openstackRelease()
 	res["when"] = time.Now().UTC().Format(time.RFC3339)
 	def := benchRaven(ravenOpts{})
 	res["raven.resync_period"] = def.resync.String()

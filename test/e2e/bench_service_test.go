@@ -49,6 +49,7 @@ func TestBenchmarkServices(t *testing.T) {
 	put := func(k string, v float64) { res[k] = float64(int64(v*100)) / 100 }
 	res["stack"] = "ML2/OVN Neutron, Octavia with the ovn provider, node side on (STACK_CNI=1), userspace datapath"
 	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	res["openstack"] = openstackRelease()
 	res["when"] = time.Now().UTC().Format(time.RFC3339)
 	r := startRaven(t, benchRaven(ravenOpts{}))
 	res["raven.health_monitors"] = "on (delay 2 s, timeout 1 s, 2 failures down)"

@@ -560,6 +560,7 @@ func TestBenchmark(t *testing.T) {
 	put := func(k string, v float64) { res[k] = float64(int64(v*100)) / 100 }
 	res["stack"] = "ML2/OVN Neutron and Octavia on MariaDB, no node side (STACK_CNI=0)"
 	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	res["openstack"] = openstackRelease()
 	res["when"] = time.Now().UTC().Format(time.RFC3339)
 	def := benchRaven(ravenOpts{})
 	res["raven.resync_period"] = def.resync.String()
@@ -1023,4 +1024,16 @@ func waitRavenQuiet(t testing.TB, r *Raven, b budget, ports, writes int) {
 		last = writes
 		return quiet >= 30, nil
 	})
+}
+
+// openstackRelease names the OpenStack release the stack runs and its ovn-octavia-provider, for the artifacts.
+func openstackRelease() string {
+	release := env.vars["STACK_OPENSTACK"]
+	if release == "" {
+		release = "unknown"
+	}
+	if p := env.vars["STACK_OVN_OCTAVIA_PROVIDER"]; p != "" {
+		release += " (ovn-octavia-provider " + p + ")"
+	}
+	return release
 }
