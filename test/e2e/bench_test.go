@@ -776,12 +776,7 @@ func TestBenchmark(t *testing.T) {
 	put("coldstart.window_s", window)
 	put("coldstart.neutron_calls", ccalls)
 	put("coldstart.neutron_writes", cwrites)
-	// Which writes, by operation: the target is none, and a run that makes some says which.
-	for op, n := range r.metricSeries(t, "raven_openstack_request_duration_seconds_count", func(l string) bool {
-		return !strings.HasSuffix(l, ` list"`) && !strings.HasSuffix(l, ` get"`)
-	}) {
-		res["coldstart.write "+op] = n
-	}
+	putWrites(t, r, res, "coldstart.write ")
 	put("coldstart.octavia_calls", ocalls)
 	put("rss_mib", rss)
 	t.Logf("cold start with %d served pods (%d namespaces with pods, %d in all; %d ports listed in %.2f s): ready in %.2f s; from start to two finished resyncs (%.0f s): %v Neutron calls, %v Neutron writes, %v Octavia calls; RSS %.0f MiB",
@@ -1042,4 +1037,15 @@ func openstackRelease() string {
 		release += " (ovn-octavia-provider " + p + ")"
 	}
 	return release
+}
+
+// putWrites records each OpenStack write operation Raven made so far, under prefix: where the target is none, a
+// run that makes some says which.
+func putWrites(t testing.TB, r *Raven, res map[string]any, prefix string) {
+	t.Helper()
+	for op, n := range r.metricSeries(t, "raven_openstack_request_duration_seconds_count", func(l string) bool {
+		return !strings.HasSuffix(l, ` list"`) && !strings.HasSuffix(l, ` get"`)
+	}) {
+		res[prefix+op] = n
+	}
 }
