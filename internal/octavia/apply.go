@@ -50,6 +50,8 @@ func Apply(ctx context.Context, lbc openstack.LoadBalancing, lbID string, s Step
 		return err
 	case ReplaceMembers:
 		return lbc.ReplaceMembers(ctx, s.ID, s.Listener.Members)
+	case DeleteMember:
+		return openstack.IgnoreNotFound(lbc.DeleteMember(ctx, s.ID, s.Member.ID))
 	case CreateMonitor:
 		m := *s.Listener.Monitor
 		m.PoolID, m.Name, m.Tags = s.ID, s.Listener.Name, tags

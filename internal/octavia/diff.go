@@ -20,6 +20,7 @@ const (
 	CreateListener StepKind = "CreateListener"
 	CreatePool     StepKind = "CreatePool"
 	ReplaceMembers StepKind = "ReplaceMembers"
+	DeleteMember   StepKind = "DeleteMember"
 	// Health monitors come last: a port serves before its members are probed.
 	CreateMonitor StepKind = "CreateMonitor"
 	DeleteMonitor StepKind = "DeleteMonitor"
@@ -31,6 +32,7 @@ type Step struct {
 	Kind     StepKind
 	ID       string // the pool, listener or monitor to delete, the listener of a new pool, the pool of members or of a new monitor
 	Listener Listener
+	Member   openstack.Member // DeleteMember: the member to remove from pool ID
 }
 
 // Current is what Octavia reports for a load balancer.
@@ -92,7 +94,11 @@ func planPool(w Listener, p openstack.Pool, members []openstack.Member) (steps, 
 			// The monitor goes first; the members follow, then the monitor again (plans to come).
 			return []Step{{Kind: DeleteMonitor, ID: p.MonitorID, Listener: w}}, nil
 		}
-		steps = append(steps, Step{Kind: ReplaceMembers, ID: p.ID, Listener: w})
+		if m, ok := oneRemoval(w, members); ok {
+			steps = append(steps, Step{Kind: DeleteMember, ID: p.ID, Listener: w, Member: m})
+		} else {
+			steps = append(steps, Step{Kind: ReplaceMembers, ID: p.ID, Listener: w})
+		}
 	}
 	switch {
 	case w.Monitor != nil && p.MonitorID == "" && !settling(members):
@@ -104,6 +110,27 @@ func planPool(w Listener, p openstack.Pool, members []openstack.Member) (steps, 
 		monitors = append(monitors, Step{Kind: DeleteMonitor, ID: p.MonitorID, Listener: w})
 	}
 	return steps, monitors
+}
+
+// oneRemoval is the member of a pool to remove with a request of its own (Provider.RemovesOneByOne): the first, by
+// address and port, of those want no longer has, while they are no more than the members that stay.
+func oneRemoval(w Listener, members []openstack.Member) (openstack.Member, bool) {
+	if !w.RemovesOneByOne {
+		return openstack.Member{}, false
+	}
+	wanted := keySet(w.Members, specAddrPort)
+	var gone []openstack.Member
+	for _, m := range members {
+		if !wanted[m.Address+":"+strconv.Itoa(m.ProtocolPort)] {
+			gone = append(gone, m)
+		}
+	}
+	if len(gone) == 0 || len(gone) > len(members)-len(gone) {
+		return openstack.Member{}, false
+	}
+	return slices.MinFunc(gone, func(a, b openstack.Member) int {
+		return strings.Compare(a.Address+":"+strconv.Itoa(a.ProtocolPort), b.Address+":"+strconv.Itoa(b.ProtocolPort))
+	}), true
 }
 
 // settling reports that the provider still applies an earlier member change to a pool: a member of it is

@@ -47,6 +47,14 @@ type Provider struct {
 	// reports nothing. (Deleting the monitors first is not enough: the service monitors' own removal yields
 	// verdicts, and these can still come after the delete.)
 	MembersFirst bool
+	// RemovesOneByOne: a member that goes is removed with a request of its own before any batch update. The
+	// OVN provider turns a batch member update into one request per member in its single queue: an update for
+	// every member that stays, then the deletes (member_batch_update; Octavia passes the new members first).
+	// On 8.0.0 each request costs status calls for every pool and listener of the load balancer: a backend that
+	// turned unready left a 5-member pool 11.4 s after the batch update was sent (the NB load balancer changed
+	// then; 2026-11-28, TestServicesCarryTraffic). Used while the removals are no more than the members that
+	// stay (else the batch carries no more updates than removals).
+	RemovesOneByOne bool
 }
 
 // Monitor is how a pool's health monitor probes: every Delay seconds (UDPConnectDelay for UDP-CONNECT, which
@@ -63,7 +71,7 @@ var providers = map[string]Provider{
 	// OVN load balancers hash the 5-tuple: SOURCE_IP_PORT is the one algorithm the provider accepts. Its
 	// health checks are OVN service monitors: TCP and UDP only.
 	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT", MonitorsFirst: true,
-		MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}},
+		RemovesOneByOne: true, MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}},
 }
 
 // ProviderNamed returns the provider called name, or an error listing the known ones.

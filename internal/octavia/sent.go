@@ -19,6 +19,8 @@ type Sent struct {
 	Want  string    // the members sent
 	Seen  string    // the members Octavia listed at the last look
 	Since time.Time // when the change was sent, or Octavia's listing of the pool last changed
+	// Partial: the change is a step towards what the Service wants (one member removed), not all of it.
+	Partial bool
 }
 
 // NewSent records a change of a pool's members from cur to want, sent at now.
@@ -26,12 +28,29 @@ func NewSent(cur []openstack.Member, want []openstack.MemberSpec, now time.Time)
 	return Sent{Want: specKey(want), Seen: memberKey(cur), Since: now}
 }
 
+// SentBy records the member change step s makes to its pool, whose members were cur, at now; false for a step
+// that changes no members.
+func SentBy(s Step, cur Current, now time.Time) (Sent, bool) {
+	members := cur.Members[s.ID]
+	switch s.Kind {
+	case ReplaceMembers:
+		return NewSent(members, s.Listener.Members, now), true
+	case DeleteMember:
+		rest := slices.DeleteFunc(slices.Clone(members), func(m openstack.Member) bool {
+			return m.Address == s.Member.Address && m.ProtocolPort == s.Member.ProtocolPort
+		})
+		return Sent{Want: memberKey(rest), Seen: memberKey(members), Since: now, Partial: true}, true
+	}
+	return Sent{}, false
+}
+
 // HoldSent returns cur with each pool that has a change in sent which Octavia does not show yet, is still what
 // want asks, and whose listing changed within limit, shown as holding the sent members, PENDING_UPDATE: Plan
 // leaves it alone, and Settling looks again shortly. held lists those pools. sent is updated: a change Octavia
 // shows, or no longer wanted, or that made no progress for limit (then Plan sends it again), leaves it.
 //
-// A pool whose Service now wants other members than were sent is not held (Plan acts on what is wanted now), but
+// A pool whose Service now wants other members than were sent is not held (Plan acts on what is wanted now; a
+// member removed on its own, Sent.Partial, is the exception while what is wanted does not undo it), but
 // while Octavia does not show the sent change yet the provider may still apply it: watched lists those pools, to be
 // looked at again until Octavia shows it (then Plan sees what it undid) or its listing stood still for limit. Seen
 // on 2025.1: a backend made unready, then ready again before Octavia listed its removal, looked in place to Raven,
@@ -50,7 +69,7 @@ func HoldSent(cur Current, want []Listener, sent map[string]Sent, now time.Time,
 		case !wanted || have == s.Want || now.Sub(s.Since) >= limit:
 			delete(sent, id)
 			continue
-		case specKey(w) != s.Want:
+		case specKey(w) != s.Want && !partOf(s, have, w):
 			watched = append(watched, id)
 			continue
 		}
@@ -67,6 +86,40 @@ func HoldSent(cur Current, want []Listener, sent map[string]Sent, now time.Time,
 	slices.Sort(held)
 	slices.Sort(watched)
 	return out, held, watched
+}
+
+// partOf reports that s is a step towards w (one member removed on its own) that w does not undo: the pool is
+// held until Octavia lists it, as a batch update is.
+func partOf(s Sent, have string, w []openstack.MemberSpec) bool {
+	return s.Partial && towards(have, s.Want, specKey(w))
+}
+
+// towards reports that going from the members have to sent changes nothing that want undoes: what sent removes,
+// want does not have, and what it adds, want has. All three are member keys (memberKey, specKey).
+func towards(have, sent, want string) bool {
+	h, s, w := splitKey(have), splitKey(sent), splitKey(want)
+	for k := range h {
+		if !s[k] && w[k] {
+			return false
+		}
+	}
+	for k := range s {
+		if !h[k] && !w[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func splitKey(key string) map[string]bool {
+	out := map[string]bool{}
+	if key == "" {
+		return out
+	}
+	for _, k := range strings.Split(key, ",") {
+		out[k] = true
+	}
+	return out
 }
 
 // desiredMembers is the members want asks of each pool of cur, matched as Plan matches them.
@@ -93,6 +146,18 @@ func memberKey(ms []openstack.Member) string {
 
 func specKey(ms []openstack.MemberSpec) string {
 	return setKey(ms, func(m openstack.MemberSpec) (string, int) { return m.Address, m.ProtocolPort })
+}
+
+func specAddrPort(m openstack.MemberSpec) (string, int) { return m.Address, m.ProtocolPort }
+
+// keySet is the set of address:port keys of ms.
+func keySet[T any](ms []T, addrPort func(T) (string, int)) map[string]bool {
+	out := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		a, p := addrPort(m)
+		out[a+":"+strconv.Itoa(p)] = true
+	}
+	return out
 }
 
 func setKey[T any](ms []T, addrPort func(T) (string, int)) string {

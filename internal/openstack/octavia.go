@@ -168,6 +168,10 @@ func (o *octavia) ListMembers(ctx context.Context, poolID string) ([]Member, err
 		pools.ListMembers(o.c, poolID, pools.ListMembersOpts{}), labelled("members"))
 }
 
+func (o *octavia) DeleteMember(ctx context.Context, poolID, memberID string) error {
+	return wrap("octavia member delete", pools.DeleteMember(ctx, o.c, poolID, memberID).ExtractErr())
+}
+
 func (o *octavia) ReplaceMembers(ctx context.Context, poolID string, members []MemberSpec) error {
 	opts := make([]pools.BatchUpdateMemberOpts, 0, len(members))
 	for _, m := range members {

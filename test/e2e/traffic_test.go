@@ -189,9 +189,11 @@ func TestServicesCarryTraffic(t *testing.T) {
 	t.Logf("scaled to 5: all 5 backends answer %.1f s after they were ready", took.Seconds())
 
 	// A backend made unready leaves the rotation, and comes back when ready again.
+	marked := time.Now()
 	setReady(t, ns, backends[0], false)
 	took = waitServedBy(t, client, "tcp", vip, backends[1:])
-	t.Logf("an unready backend stopped receiving new connections after %.1f s", took.Seconds())
+	t.Logf("an unready backend (%s, marked unready at %s UTC) stopped receiving new connections after %.1f s",
+		backends[0], marked.UTC().Format("15:04:05.000"), took.Seconds())
 	setReady(t, ns, backends[0], true)
 	waitServedBy(t, client, "tcp", vip, backends)
 

@@ -486,9 +486,14 @@ func (r *Reconciler) apply(ctx context.Context, svc *corev1.Service, lb *opensta
 	if err := octavia.Apply(ctx, r.LB, lb.ID, s, r.owner(svc).Tags()); err != nil {
 		return err
 	}
-	if s.Kind == octavia.ReplaceMembers {
-		r.recordSent(string(svc.UID), s.ID, octavia.NewSent(read.Members[s.ID], s.Listener.Members, time.Now()))
+	if sent, ok := octavia.SentBy(s, read, time.Now()); ok {
+		r.recordSent(string(svc.UID), s.ID, sent)
+	}
+	switch s.Kind {
+	case octavia.ReplaceMembers:
 		r.event(svc, "MembersUpdated", "Update", "pool %s (%s %d): %d members", s.ID, s.Listener.Protocol, s.Listener.Port, len(s.Listener.Members))
+	case octavia.DeleteMember:
+		r.event(svc, "MemberRemoved", "Update", "pool %s (%s %d): removed %s:%d", s.ID, s.Listener.Protocol, s.Listener.Port, s.Member.Address, s.Member.ProtocolPort)
 	}
 	klog.FromContext(ctx).V(2).Info("Applied load balancer change", "step", s.Kind, "id", s.ID, "port", s.Listener.Port, "members", len(s.Listener.Members))
 	return nil

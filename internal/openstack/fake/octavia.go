@@ -136,6 +136,7 @@ var opOf = map[string]string{
 	"DeletePool":         "octavia pool delete",
 	"ListMembers":        "octavia member list",
 	"ReplaceMembers":     "octavia member batch_update",
+	"DeleteMember":       "octavia member delete",
 	"CreateMonitor":      "octavia healthmonitor create",
 	"DeleteMonitor":      "octavia healthmonitor delete",
 }
@@ -188,6 +189,7 @@ func (o *Octavia) settle(s *lbState) bool {
 	}
 	for _, p := range s.pools {
 		p.ProvisioningStatus = "ACTIVE"
+		s.members[p.ID] = slices.DeleteFunc(s.members[p.ID], func(m openstack.Member) bool { return m.ProvisioningStatus == "PENDING_DELETE" })
 		for i := range s.members[p.ID] {
 			s.members[p.ID][i].ProvisioningStatus = "ACTIVE"
 		}
@@ -621,6 +623,30 @@ func (o *Octavia) DeleteMonitor(_ context.Context, id string) error {
 		}
 	}
 	return octaviaNotFound(method, "Health Monitor", id)
+}
+
+// DeleteMember implements openstack.LoadBalancing: the member is PENDING_DELETE until the change completes.
+func (o *Octavia) DeleteMember(_ context.Context, poolID, memberID string) error {
+	const method = "DeleteMember"
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter(method, true); err != nil {
+		return err
+	}
+	s, _ := o.findPool(poolID)
+	if s == nil {
+		return octaviaNotFound(method, "Pool", poolID)
+	}
+	i := slices.IndexFunc(s.members[poolID], func(m openstack.Member) bool { return m.ID == memberID })
+	if i < 0 {
+		return octaviaNotFound(method, "Member", memberID)
+	}
+	if _, err := o.writable(method, s.lb.ID); err != nil {
+		return err
+	}
+	s.members[poolID][i].ProvisioningStatus = "PENDING_DELETE"
+	o.change(s, "UPDATE")
+	return nil
 }
 
 // ReplaceMembers implements openstack.LoadBalancing: the batch update. A member already in the pool (same
