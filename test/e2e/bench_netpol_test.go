@@ -141,11 +141,11 @@ func TestBenchmarkNetworkPolicy(t *testing.T) {
 		}
 	}
 	res["rounds_ms"] = rounds
-	writeResultsTo(t, filepath.Join(env.repo, *benchNPOut), res, series)
+	writeResultsTo(t, outDir(*benchNPOut), res, series)
 
 	// ---- Neutron rules of one policy as the pods it selects and admits grow.
 	rulesGrowth(t, put)
-	writeResultsTo(t, filepath.Join(env.repo, *benchNPOut), res, series)
+	writeResultsTo(t, outDir(*benchNPOut), res, series)
 }
 
 // floorRules puts a hand-made group alone on the server's port and adds and removes a rule admitting TCP 80

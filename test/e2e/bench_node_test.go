@@ -570,7 +570,7 @@ func TestBenchmarkNode(t *testing.T) {
 	}
 	res["phases"] = *benchNodePhases
 	res["phases"] = *benchNodePhases
-	writeResultsTo(t, filepath.Join(env.repo, *benchNodeOut), res, nil)
+	writeResultsTo(t, outDir(*benchNodeOut), res, nil)
 }
 
 // nodePhase starts Raven with o, makes a namespace with a prober pod (and, when warm, waits for its pool to

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net"
 	"net/netip"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -101,7 +100,7 @@ func TestBenchmarkServices(t *testing.T) {
 	t.Logf("%d endpoints: floor (one create by hand) reached all in %.1f s; Raven in %.1f s with %v Octavia calls (%v with its health monitor, %.1f s)",
 		n, floorS.Seconds(), reached.Seconds(), res["endpoints.raven_octavia_calls_to_reach_all"], res["endpoints.raven_octavia_calls_to_monitored"], converged.Sub(start).Seconds())
 
-	out := filepath.Join(env.repo, *benchSvcOut)
+	out := outDir(*benchSvcOut)
 	writeResultsTo(t, out, res, nil) // each phase's figures are kept even if a later phase fails
 
 	// ---- churn: 10 % of the backends replaced at once. The floor first: the same replacement made by hand in

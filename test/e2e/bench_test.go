@@ -904,7 +904,7 @@ func waitOctaviaMembers(t testing.TB, uid types.UID, n int) {
 
 func writeResults(t testing.TB, res map[string]any, series map[string][]float64) {
 	t.Helper()
-	writeResultsTo(t, filepath.Join(env.repo, *benchOut), res, series)
+	writeResultsTo(t, outDir(*benchOut), res, series)
 }
 
 // writeResultsTo writes latest.json and latest.md into dir, and latency.png when there are series to plot.
@@ -1048,4 +1048,12 @@ func putWrites(t testing.TB, r *Raven, res map[string]any, prefix string) {
 	}) {
 		res[prefix+op] = n
 	}
+}
+
+// outDir is where a benchmark writes its results: dir as given when absolute, else in the repository.
+func outDir(dir string) string {
+	if filepath.IsAbs(dir) {
+		return dir
+	}
+	return filepath.Join(env.repo, dir)
 }
