@@ -52,8 +52,8 @@ type Provider struct {
 	// every member that stays, then the deletes (member_batch_update; Octavia passes the new members first).
 	// On 8.0.0 each request costs status calls for every pool and listener of the load balancer: a backend that
 	// turned unready left a 5-member pool 11.4 s after the batch update was sent (the NB load balancer changed
-	// then; 2026-11-28, TestServicesCarryTraffic). Used while the removals are no more than the members that
-	// stay (else the batch carries no more updates than removals).
+	// then; 2026-11-28, TestServicesCarryTraffic). Used for up to two removals that are no more than the members
+	// that stay (oneByOneMax); more go in one batch.
 	RemovesOneByOne bool
 }
 

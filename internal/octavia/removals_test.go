@@ -35,6 +35,7 @@ func TestAGoneMemberIsRemovedOnItsOwn(t *testing.T) {
 		{"one gone and one new: the delete first", []string{"a", "b", "c"}, []string{"a", "b", "x"}, true, DeleteMember, "m-c"},
 		{"two of four gone: the first by address", []string{"d", "c", "b", "a"}, []string{"a", "c"}, true, DeleteMember, "m-b"},
 		{"more gone than stay: one batch", []string{"a", "b", "c"}, []string{"a"}, true, ReplaceMembers, ""},
+		{"three of ten gone: one batch", []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}, []string{"a", "b", "c", "d", "e", "f", "g"}, true, ReplaceMembers, ""},
 		{"only new members: one batch", []string{"a"}, []string{"a", "b"}, true, ReplaceMembers, ""},
 		{"a provider whose batch costs no request per member: one batch", []string{"a", "b", "c", "d", "e"}, []string{"a", "b", "c", "d"}, false, ReplaceMembers, ""},
 	}
