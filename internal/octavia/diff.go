@@ -128,7 +128,7 @@ func oneRemoval(w Listener, members []openstack.Member) (openstack.Member, bool)
 	wanted := keySet(w.Members, specAddrPort)
 	var gone []openstack.Member
 	for _, m := range members {
-		if !wanted[m.Address+":"+strconv.Itoa(m.ProtocolPort)] {
+		if !wanted[addrPort(m.Address, m.ProtocolPort)] {
 			gone = append(gone, m)
 		}
 	}
@@ -136,7 +136,7 @@ func oneRemoval(w Listener, members []openstack.Member) (openstack.Member, bool)
 		return openstack.Member{}, false
 	}
 	return slices.MinFunc(gone, func(a, b openstack.Member) int {
-		return strings.Compare(a.Address+":"+strconv.Itoa(a.ProtocolPort), b.Address+":"+strconv.Itoa(b.ProtocolPort))
+		return strings.Compare(addrPort(a.Address, a.ProtocolPort), addrPort(b.Address, b.ProtocolPort))
 	}), true
 }
 
@@ -232,13 +232,10 @@ const monitorDropAt = 3
 
 // memberChanges is how many members an update adds or removes.
 func memberChanges(cur []openstack.Member, want []openstack.MemberSpec) int {
-	have := map[string]bool{}
-	for _, m := range cur {
-		have[m.Address+":"+strconv.Itoa(m.ProtocolPort)] = true
-	}
+	have := keySet(cur, memberAddrPort)
 	n := 0
 	for _, m := range want {
-		k := m.Address + ":" + strconv.Itoa(m.ProtocolPort)
+		k := addrPort(m.Address, m.ProtocolPort)
 		if have[k] {
 			delete(have, k)
 			continue

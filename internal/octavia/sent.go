@@ -141,30 +141,32 @@ func desiredMembers(want []Listener, cur Current) map[string][]openstack.MemberS
 // memberKey and specKey name a set of members by address and port, in the same form, so that what Octavia lists
 // and what was sent compare.
 func memberKey(ms []openstack.Member) string {
-	return setKey(ms, func(m openstack.Member) (string, int) { return m.Address, m.ProtocolPort })
+	return setKey(ms, memberAddrPort)
 }
 
 func specKey(ms []openstack.MemberSpec) string {
-	return setKey(ms, func(m openstack.MemberSpec) (string, int) { return m.Address, m.ProtocolPort })
+	return setKey(ms, specAddrPort)
 }
 
+// addrPort names a member by address and port: the form of every member key and set here.
+func addrPort(addr string, port int) string { return addr + ":" + strconv.Itoa(port) }
+
+func memberAddrPort(m openstack.Member) (string, int)   { return m.Address, m.ProtocolPort }
 func specAddrPort(m openstack.MemberSpec) (string, int) { return m.Address, m.ProtocolPort }
 
 // keySet is the set of address:port keys of ms.
-func keySet[T any](ms []T, addrPort func(T) (string, int)) map[string]bool {
+func keySet[T any](ms []T, key func(T) (string, int)) map[string]bool {
 	out := make(map[string]bool, len(ms))
 	for _, m := range ms {
-		a, p := addrPort(m)
-		out[a+":"+strconv.Itoa(p)] = true
+		out[addrPort(key(m))] = true
 	}
 	return out
 }
 
-func setKey[T any](ms []T, addrPort func(T) (string, int)) string {
+func setKey[T any](ms []T, key func(T) (string, int)) string {
 	keys := make([]string, 0, len(ms))
 	for _, m := range ms {
-		a, p := addrPort(m)
-		keys = append(keys, a+":"+strconv.Itoa(p))
+		keys = append(keys, addrPort(key(m)))
 	}
 	slices.Sort(keys)
 	return strings.Join(keys, ",")
