@@ -377,7 +377,7 @@ func neutronCalls(t testing.TB, r *Raven) (calls, writes float64) {
 	isNeutron := func(l string) bool { return strings.Contains(l, `operation="neutron `) }
 	calls = r.metric(t, "raven_openstack_request_duration_seconds_count", isNeutron)
 	writes = r.metric(t, "raven_openstack_request_duration_seconds_count", func(l string) bool {
-		return isNeutron(l) && !strings.HasSuffix(l, ` list"`) && !strings.HasSuffix(l, ` get"`)
+		return isNeutron(l) && isWrite(l)
 	})
 	return calls, writes
 }
@@ -1043,9 +1043,7 @@ func openstackRelease() string {
 // run that makes some says which.
 func putWrites(t testing.TB, r *Raven, res map[string]any, prefix string) {
 	t.Helper()
-	for op, n := range r.metricSeries(t, "raven_openstack_request_duration_seconds_count", func(l string) bool {
-		return !strings.HasSuffix(l, ` list"`) && !strings.HasSuffix(l, ` get"`)
-	}) {
+	for op, n := range r.metricSeries(t, "raven_openstack_request_duration_seconds_count", isWrite) {
 		res[prefix+op] = n
 	}
 }

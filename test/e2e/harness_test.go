@@ -413,10 +413,13 @@ func (r *Raven) waitResyncs(t testing.TB, from float64, n int, timeout time.Dura
 func (r *Raven) openstackCalls(t testing.TB) (calls, writes float64) {
 	t.Helper()
 	calls = r.metric(t, "raven_openstack_request_duration_seconds_count", nil)
-	writes = r.metric(t, "raven_openstack_request_duration_seconds_count", func(l string) bool {
-		return !strings.HasSuffix(l, ` list"`) && !strings.HasSuffix(l, ` get"`)
-	})
+	writes = r.metric(t, "raven_openstack_request_duration_seconds_count", isWrite)
 	return calls, writes
+}
+
+// isWrite reports that a series of Raven's OpenStack request metric, by its labels, counts writes.
+func isWrite(labels string) bool {
+	return !strings.HasSuffix(labels, ` list"`) && !strings.HasSuffix(labels, ` get"`)
 }
 
 func tail(path string, n int) string {
