@@ -78,6 +78,13 @@ bench-services: ## Service benchmark (STACK_CNI=1, ovn provider): 100 endpoints,
 	@mkdir -p $(BIN) bench/results/services
 	$(call bench_run,TestBenchmarkServices,bench-services)
 
+.PHONY: bench-provider
+# No pod is needed: a stack it starts itself has no node side.
+bench-provider: export STACK_CNI ?= 0
+bench-provider: ## The OVN provider alone, without Raven: a member change timed to Octavia's answer, OVN NB, OVN SB and Octavia's listing, per pool size, with and without a health monitor (bench/results/provider/).
+	@mkdir -p $(BIN) bench/results/provider
+	$(call bench_run,TestBenchmarkProvider,bench-provider)
+
 .PHONY: bench-netpol
 bench-netpol: export STACK_CNI ?= 1
 bench-netpol: ## NetworkPolicy benchmark (STACK_CNI=1): rule by hand → enforced (the floor) beside policy created/deleted and pod labelled → enforced; Neutron rules of a policy at 10, 100, 200, 300 pods (bench/results/netpol/).

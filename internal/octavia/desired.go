@@ -23,8 +23,8 @@ type Listener struct {
 	Monitor *openstack.MonitorSpec
 	// MonitorSlowsMembers: see Provider.MonitorSlowsMembers.
 	MonitorSlowsMembers bool
-	// RemovesOneByOne: see Provider.RemovesOneByOne.
-	RemovesOneByOne bool
+	// OneByOne: see Provider.OneByOne.
+	OneByOne bool
 }
 
 // Key identifies a listener within a load balancer.
@@ -65,7 +65,7 @@ func Desired(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSlice, su
 		}
 		l := Listener{Name: listenerName(svc, sp), Protocol: proto, Port: int(sp.Port), Algorithm: algorithm, Monitor: prov.monitor(proto)}
 		l.MonitorSlowsMembers = prov.MonitorSlowsMembers && l.Monitor != nil
-		l.RemovesOneByOne = prov.RemovesOneByOne
+		l.OneByOne = prov.OneByOne
 		l.Members = members(endpointSlices, sp, subnetFor)
 		out = append(out, l)
 	}

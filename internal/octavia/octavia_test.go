@@ -93,13 +93,13 @@ func TestDesired(t *testing.T) {
 			provider: "ovn",
 			svc:      service("", corev1.ServicePort{Port: 80}),
 			slices:   []discoveryv1.EndpointSlice{slice("", 80, ep("10.244.0.2", true))},
-			want:     []Listener{{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", Members: []openstack.MemberSpec{{Address: "10.244.0.2", ProtocolPort: 80, SubnetID: "sub"}}, RemovesOneByOne: true}},
+			want:     []Listener{{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", Members: []openstack.MemberSpec{{Address: "10.244.0.2", ProtocolPort: 80, SubnetID: "sub"}}, OneByOne: true}},
 		},
 		{
 			name:     "ClientIP affinity on the ovn provider is reported and balanced with SOURCE_IP_PORT",
 			provider: "ovn",
 			svc:      service(corev1.ServiceAffinityClientIP, corev1.ServicePort{Port: 80}),
-			want:     []Listener{{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", RemovesOneByOne: true}},
+			want:     []Listener{{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", OneByOne: true}},
 			problems: 1,
 		},
 		{
@@ -109,9 +109,9 @@ func TestDesired(t *testing.T) {
 			svc: service("", corev1.ServicePort{Name: "a", Port: 80}, corev1.ServicePort{Name: "b", Port: 53, Protocol: corev1.ProtocolUDP},
 				corev1.ServicePort{Name: "c", Port: 9, Protocol: corev1.ProtocolSCTP}),
 			want: []Listener{
-				{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", Monitor: probe("TCP"), RemovesOneByOne: true},
-				{Name: "ns/demo:53", Protocol: "UDP", Port: 53, Algorithm: "SOURCE_IP_PORT", Monitor: probe("UDP-CONNECT"), RemovesOneByOne: true},
-				{Name: "ns/demo:9", Protocol: "SCTP", Port: 9, Algorithm: "SOURCE_IP_PORT", RemovesOneByOne: true},
+				{Name: "ns/demo:80", Protocol: "TCP", Port: 80, Algorithm: "SOURCE_IP_PORT", Monitor: probe("TCP"), OneByOne: true},
+				{Name: "ns/demo:53", Protocol: "UDP", Port: 53, Algorithm: "SOURCE_IP_PORT", Monitor: probe("UDP-CONNECT"), OneByOne: true},
+				{Name: "ns/demo:9", Protocol: "SCTP", Port: 9, Algorithm: "SOURCE_IP_PORT", OneByOne: true},
 			},
 		},
 		{

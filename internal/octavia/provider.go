@@ -47,14 +47,17 @@ type Provider struct {
 	// reports nothing. (Deleting the monitors first is not enough: the service monitors' own removal yields
 	// verdicts, and these can still come after the delete.)
 	MembersFirst bool
-	// RemovesOneByOne: a member that goes is removed with a request of its own before any batch update. The
-	// OVN provider turns a batch member update into one request per member in its single queue: an update for
-	// every member that stays, then the deletes (member_batch_update; Octavia passes the new members first).
-	// On 8.0.0 each request costs status calls for every pool and listener of the load balancer: a backend that
-	// turned unready left a 5-member pool 11.4 s after the batch update was sent (the NB load balancer changed
-	// then; 2026-11-28, TestServicesCarryTraffic). Used for up to two removals that are no more than the members
-	// that stay (oneByOneMax); more go in one batch.
-	RemovesOneByOne bool
+	// OneByOne: a change of a few members goes one request per member (a member delete, then a member create),
+	// not as a batch update. The OVN provider turns a batch member update into one request per member in its
+	// single queue: the new members first (Octavia passes them first), then an update for every member that
+	// stays, then the deletes (member_batch_update). A removal in a batch waits for an update per member that stays,
+	// and every batch leaves that many updates in the queue ahead of whatever comes next: on 8.0.0 each costs
+	// status calls for every pool and listener of the load balancer. A backend that turned unready left a
+	// 5-member pool 11.4 s after the batch update was sent, 0.17 s after a delete of its own (the NB load
+	// balancer changed then; 2026-11-28, TestServicesCarryTraffic); `make bench-provider` measures each request
+	// on its own. Used while the members that change are no more than those that stay (oneChange); a pool that
+	// changes more, or has no member that stays, gets one batch.
+	OneByOne bool
 }
 
 // Monitor is how a pool's health monitor probes: every Delay seconds (UDPConnectDelay for UDP-CONNECT, which
@@ -71,7 +74,7 @@ var providers = map[string]Provider{
 	// OVN load balancers hash the 5-tuple: SOURCE_IP_PORT is the one algorithm the provider accepts. Its
 	// health checks are OVN service monitors: TCP and UDP only.
 	"ovn": {Name: "ovn", MakesVIPPort: true, FullyPopulated: true, Balance: "SOURCE_IP_PORT", MonitorsFirst: true,
-		RemovesOneByOne: true, MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}},
+		OneByOne: true, MonitorTypes: map[string]string{"TCP": "TCP", "UDP": "UDP-CONNECT"}},
 }
 
 // ProviderNamed returns the provider called name, or an error listing the known ones.

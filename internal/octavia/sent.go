@@ -19,7 +19,7 @@ type Sent struct {
 	Want  string    // the members sent
 	Seen  string    // the members Octavia listed at the last look
 	Since time.Time // when the change was sent, or Octavia's listing of the pool last changed
-	// Partial: the change is a step towards what the Service wants (one member removed), not all of it.
+	// Partial: the change is a step towards what the Service wants (one member removed or added), not all of it.
 	Partial bool
 }
 
@@ -40,6 +40,9 @@ func SentBy(s Step, cur Current, now time.Time) (Sent, bool) {
 			return m.Address == s.Member.Address && m.ProtocolPort == s.Member.ProtocolPort
 		})
 		return Sent{Want: memberKey(rest), Seen: memberKey(members), Since: now, Partial: true}, true
+	case CreateMember:
+		more := append(slices.Clone(members), openstack.Member{Address: s.Add.Address, ProtocolPort: s.Add.ProtocolPort})
+		return Sent{Want: memberKey(more), Seen: memberKey(members), Since: now, Partial: true}, true
 	}
 	return Sent{}, false
 }

@@ -99,6 +99,8 @@ type LoadBalancing interface {
 	LoadBalancerStatus(ctx context.Context, loadBalancerID string) (StatusTree, error)
 	// ReplaceMembers sets the whole member list of a pool in one request.
 	ReplaceMembers(ctx context.Context, poolID string, members []MemberSpec) error
+	// CreateMember adds one member to a pool.
+	CreateMember(ctx context.Context, poolID string, member MemberSpec) error
 	// DeleteMember removes one member of a pool.
 	DeleteMember(ctx context.Context, poolID, memberID string) error
 

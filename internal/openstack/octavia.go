@@ -168,6 +168,12 @@ func (o *octavia) ListMembers(ctx context.Context, poolID string) ([]Member, err
 		pools.ListMembers(o.c, poolID, pools.ListMembersOpts{}), labelled("members"))
 }
 
+func (o *octavia) CreateMember(ctx context.Context, poolID string, m MemberSpec) error {
+	opts := pools.CreateMemberOpts{Name: m.Name, Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID}
+	_, err := pools.CreateMember(ctx, o.c, poolID, opts).Extract()
+	return wrap("octavia member create", err)
+}
+
 func (o *octavia) DeleteMember(ctx context.Context, poolID, memberID string) error {
 	return wrap("octavia member delete", pools.DeleteMember(ctx, o.c, poolID, memberID).ExtractErr())
 }

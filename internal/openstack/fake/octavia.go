@@ -136,6 +136,7 @@ var opOf = map[string]string{
 	"DeletePool":         "octavia pool delete",
 	"ListMembers":        "octavia member list",
 	"ReplaceMembers":     "octavia member batch_update",
+	"CreateMember":       "octavia member create",
 	"DeleteMember":       "octavia member delete",
 	"CreateMonitor":      "octavia healthmonitor create",
 	"DeleteMonitor":      "octavia healthmonitor delete",
@@ -623,6 +624,35 @@ func (o *Octavia) DeleteMonitor(_ context.Context, id string) error {
 		}
 	}
 	return octaviaNotFound(method, "Health Monitor", id)
+}
+
+// CreateMember implements openstack.LoadBalancing: the member is PENDING_CREATE until the change completes.
+func (o *Octavia) CreateMember(_ context.Context, poolID string, m openstack.MemberSpec) error {
+	const method = "CreateMember"
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter(method, true); err != nil {
+		return err
+	}
+	s, _ := o.findPool(poolID)
+	if s == nil {
+		return octaviaNotFound(method, "Pool", poolID)
+	}
+	if _, err := o.writable(method, s.lb.ID); err != nil {
+		return err
+	}
+	if m.Address == "" || m.ProtocolPort < 1 || m.ProtocolPort > 65535 {
+		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input for member %q port %d.", m.Address, m.ProtocolPort))
+	}
+	if slices.ContainsFunc(s.members[poolID], func(have openstack.Member) bool {
+		return have.Address == m.Address && have.ProtocolPort == m.ProtocolPort
+	}) {
+		return StatusError(opOf[method], http.StatusConflict, "Another member on this pool is already using ip "+m.Address)
+	}
+	s.members[poolID] = append(s.members[poolID], openstack.Member{ID: o.id("member"), Name: m.Name, Address: m.Address,
+		ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID, ProvisioningStatus: "PENDING_CREATE"})
+	o.change(s, "UPDATE")
+	return nil
 }
 
 // DeleteMember implements openstack.LoadBalancing: the member is PENDING_DELETE until the change completes.
