@@ -52,8 +52,8 @@ func Apply(ctx context.Context, lbc openstack.LoadBalancing, lbID string, s Step
 		return lbc.ReplaceMembers(ctx, s.ID, s.Listener.Members)
 	case DeleteMember:
 		return openstack.IgnoreNotFound(lbc.DeleteMember(ctx, s.ID, s.Member.ID))
-	case CreateMember:
-		return lbc.CreateMember(ctx, s.ID, s.Add)
+	case AddMembers:
+		return lbc.ReplaceMembers(ctx, s.ID, s.Members)
 	case CreateMonitor:
 		m := *s.Listener.Monitor
 		m.PoolID, m.Name, m.Tags = s.ID, s.Listener.Name, tags

@@ -21,7 +21,8 @@ const (
 	CreatePool     StepKind = "CreatePool"
 	ReplaceMembers StepKind = "ReplaceMembers"
 	DeleteMember   StepKind = "DeleteMember"
-	CreateMember   StepKind = "CreateMember"
+	// AddMembers is a batch update that keeps every member the pool has and adds the new ones: it removes none.
+	AddMembers StepKind = "AddMembers"
 	// Health monitors come last: a port serves before its members are probed.
 	CreateMonitor StepKind = "CreateMonitor"
 	DeleteMonitor StepKind = "DeleteMonitor"
@@ -33,8 +34,10 @@ type Step struct {
 	Kind     StepKind
 	ID       string // the pool, listener or monitor to delete, the listener of a new pool, the pool of members or of a new monitor
 	Listener Listener
-	Member   openstack.Member     // DeleteMember: the member to remove from pool ID
-	Add      openstack.MemberSpec // CreateMember: the member to add to pool ID
+	Member   openstack.Member // DeleteMember: the member to remove from pool ID
+	// Members: AddMembers, the members to send (those of the pool, and the new ones); Listener.Members is what
+	// the Service wants.
+	Members []openstack.MemberSpec
 }
 
 // Current is what Octavia reports for a load balancer.
@@ -114,17 +117,18 @@ func planPool(w Listener, p openstack.Pool, members []openstack.Member) (steps, 
 	return steps, monitors
 }
 
-// oneByOneMax is how many members that go are removed before any member that comes is added. A backend that
-// stops being ready leaves first; when more go at once (a rolling update's old pods), new members are added
-// between the removals, so that new backends are not held behind the old ones' removal. Measured on 8.0.0
-// (2026-11-28): one backend of a 5-member pool left OVN 0.17 s after its own delete against 11.4 s in a batch.
+// oneByOneMax is how many members that go are removed before the members that come are added. A backend that
+// stops being ready leaves first; when more go at once (a rolling update's old pods), the new members are added
+// before the rest of the removals, so that new backends are not held behind the old ones' removal.
 const oneByOneMax = 2
 
-// oneChange is the member change of a pool to make with a request of its own (Provider.OneByOne), while the
-// members that change (go or come) are no more than those that stay: a batch update would cost the provider one
-// request per member that stays, on top of the changes (`make bench-provider`: a member removed in a batch left
-// OVN after 13 s in a 10-member pool, a member deleted on its own after 0.2 s). Up to oneByOneMax removals come
-// first, then additions, then the other removals; each is the first of its kind by address and port.
+// oneChange is the member change of a pool to make before anything else on a provider whose batch update is slow
+// to remove (Provider.OneByOne): a member that goes, deleted on its own, or the new members added in a batch that
+// removes none. `make bench-provider` (2026-11-28, 8.0.0): a member removed in a batch update left OVN NB after
+// 10.3 s in a pool of 10 that stay and 44.0 s in a pool of 50, deleted on its own after 0.2 s; a member added in a
+// batch was in NB after 0.3 s, and the provider idle again after 1.4-1.7 s, with 10 or 50 that stay. Up to
+// oneByOneMax removals come first, then the additions, then the other removals one by one while they are no more
+// than the members that stay; a pool that loses more gets one batch.
 func oneChange(w Listener, pool string, members []openstack.Member) (Step, bool) {
 	if !w.OneByOne {
 		return Step{}, false
@@ -144,19 +148,20 @@ func oneChange(w Listener, pool string, members []openstack.Member) (Step, bool)
 		}
 	}
 	staying := len(members) - len(gone)
-	if len(gone)+len(added) == 0 || len(gone)+len(added) > staying {
-		return Step{}, false
-	}
-	if len(added) == 0 || len(gone) > 0 && len(gone) <= oneByOneMax {
+	switch {
+	case len(gone) > 0 && (len(gone) <= oneByOneMax || len(added) == 0) && len(gone) <= staying:
 		m := slices.MinFunc(gone, func(a, b openstack.Member) int {
 			return strings.Compare(addrPort(a.Address, a.ProtocolPort), addrPort(b.Address, b.ProtocolPort))
 		})
 		return Step{Kind: DeleteMember, ID: pool, Listener: w, Member: m}, true
+	case len(added) > 0 && len(gone) > 0 && len(gone) <= staying:
+		send := make([]openstack.MemberSpec, 0, len(members)+len(added))
+		for _, m := range members {
+			send = append(send, openstack.MemberSpec{Name: m.Name, Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID})
+		}
+		return Step{Kind: AddMembers, ID: pool, Listener: w, Members: append(send, added...)}, true
 	}
-	add := slices.MinFunc(added, func(a, b openstack.MemberSpec) int {
-		return strings.Compare(addrPort(a.Address, a.ProtocolPort), addrPort(b.Address, b.ProtocolPort))
-	})
-	return Step{Kind: CreateMember, ID: pool, Listener: w, Add: add}, true
+	return Step{}, false
 }
 
 // settling reports that the provider still applies an earlier member change to a pool: a member of it is

@@ -47,16 +47,13 @@ type Provider struct {
 	// reports nothing. (Deleting the monitors first is not enough: the service monitors' own removal yields
 	// verdicts, and these can still come after the delete.)
 	MembersFirst bool
-	// OneByOne: a change of a few members goes one request per member (a member delete, then a member create),
-	// not as a batch update. The OVN provider turns a batch member update into one request per member in its
-	// single queue: the new members first (Octavia passes them first), then an update for every member that
-	// stays, then the deletes (member_batch_update). A removal in a batch waits for an update per member that stays,
-	// and every batch leaves that many updates in the queue ahead of whatever comes next: on 8.0.0 each costs
-	// status calls for every pool and listener of the load balancer. A backend that turned unready left a
-	// 5-member pool 11.4 s after the batch update was sent, 0.17 s after a delete of its own (the NB load
-	// balancer changed then; 2026-11-28, TestServicesCarryTraffic); `make bench-provider` measures each request
-	// on its own. Used while the members that change are no more than those that stay (oneChange); a pool that
-	// changes more, or has no member that stays, gets one batch.
+	// OneByOne: a member that goes is deleted with a request of its own, and new members come in a batch update
+	// that removes none, while the members that go are no more than those that stay (oneChange). The OVN provider
+	// turns a batch member update into one request per member in its single queue: the new members first (Octavia
+	// passes them first), then an update for every member that stays, then the deletes (member_batch_update). On
+	// 8.0.0 those updates cost little unless the batch removes a member; then each costs about 0.9 s, and the
+	// removal waits for them all (`make bench-provider`, oneChange). A backend that turned unready left a 5-member
+	// pool 11.4 s after a batch update, 0.17 s after a delete of its own (2026-11-28, TestServicesCarryTraffic).
 	OneByOne bool
 }
 

@@ -40,9 +40,8 @@ func SentBy(s Step, cur Current, now time.Time) (Sent, bool) {
 			return m.Address == s.Member.Address && m.ProtocolPort == s.Member.ProtocolPort
 		})
 		return Sent{Want: memberKey(rest), Seen: memberKey(members), Since: now, Partial: true}, true
-	case CreateMember:
-		more := append(slices.Clone(members), openstack.Member{Address: s.Add.Address, ProtocolPort: s.Add.ProtocolPort})
-		return Sent{Want: memberKey(more), Seen: memberKey(members), Since: now, Partial: true}, true
+	case AddMembers:
+		return Sent{Want: specKey(s.Members), Seen: memberKey(members), Since: now, Partial: true}, true
 	}
 	return Sent{}, false
 }
