@@ -125,7 +125,7 @@ const oneByOneMax = 2
 // oneChange is the member change of a pool to make before anything else on a provider whose batch update is slow
 // to remove (Provider.OneByOne): a member that goes, deleted on its own, or the new members added in a batch that
 // removes none. `make bench-provider` (2026-11-28, 8.0.0): a member removed in a batch update left OVN NB after
-// 10.3 s in a pool of 10 that stay and 44.0 s in a pool of 50, deleted on its own after 0.2 s; a member added in a
+// 8.7-10.3 s in a pool of 10 that stay and 44.0-44.4 s in a pool of 50, deleted on its own after 0.2 s; a member added in a
 // batch was in NB after 0.3 s, and the provider idle again after 1.4-1.7 s, with 10 or 50 that stay. Up to
 // oneByOneMax removals come first, then the additions, then the other removals one by one while they are no more
 // than the members that stay; a pool that loses more gets one batch.
