@@ -53,7 +53,7 @@ func Apply(ctx context.Context, lbc openstack.LoadBalancing, lbID string, s Step
 	case DeleteMember:
 		return openstack.IgnoreNotFound(lbc.DeleteMember(ctx, s.ID, s.Member.ID))
 	case AddMembers:
-		return lbc.ReplaceMembers(ctx, s.ID, s.Members)
+		return addMembers(ctx, lbc, s.ID, s.Add)
 	case CreateMonitor:
 		m := *s.Listener.Monitor
 		m.PoolID, m.Name, m.Tags = s.ID, s.Listener.Name, tags
@@ -151,4 +151,25 @@ func ignoreGoneOrBusy(err error) error {
 		return err
 	}
 	return nil
+}
+
+// addMembers sends pool's members as Octavia lists them, with their subnets (the status tree Plan reads has none,
+// and the OVN provider refuses a member without one outside the VIP's subnet), and add: a batch update that
+// removes none.
+func addMembers(ctx context.Context, lbc openstack.LoadBalancing, pool string, add []openstack.MemberSpec) error {
+	have, err := lbc.ListMembers(ctx, pool)
+	if err != nil {
+		return err
+	}
+	send := make([]openstack.MemberSpec, 0, len(have)+len(add))
+	for _, m := range have {
+		send = append(send, openstack.MemberSpec{Name: m.Name, Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID})
+	}
+	listed := keySet(have, memberAddrPort)
+	for _, m := range add {
+		if !listed[addrPort(m.Address, m.ProtocolPort)] {
+			send = append(send, m)
+		}
+	}
+	return lbc.ReplaceMembers(ctx, pool, send)
 }

@@ -35,9 +35,9 @@ type Step struct {
 	ID       string // the pool, listener or monitor to delete, the listener of a new pool, the pool of members or of a new monitor
 	Listener Listener
 	Member   openstack.Member // DeleteMember: the member to remove from pool ID
-	// Members: AddMembers, the members to send (those of the pool, and the new ones); Listener.Members is what
-	// the Service wants.
-	Members []openstack.MemberSpec
+	// Add: AddMembers, the new members (Apply sends them with every member the pool has); Listener.Members is
+	// what the Service wants.
+	Add []openstack.MemberSpec
 }
 
 // Current is what Octavia reports for a load balancer.
@@ -155,11 +155,7 @@ func oneChange(w Listener, pool string, members []openstack.Member) (Step, bool)
 		})
 		return Step{Kind: DeleteMember, ID: pool, Listener: w, Member: m}, true
 	case len(added) > 0 && len(gone) > 0 && len(gone) <= staying:
-		send := make([]openstack.MemberSpec, 0, len(members)+len(added))
-		for _, m := range members {
-			send = append(send, openstack.MemberSpec{Name: m.Name, Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID})
-		}
-		return Step{Kind: AddMembers, ID: pool, Listener: w, Members: append(send, added...)}, true
+		return Step{Kind: AddMembers, ID: pool, Listener: w, Add: added}, true
 	}
 	return Step{}, false
 }

@@ -41,7 +41,11 @@ func SentBy(s Step, cur Current, now time.Time) (Sent, bool) {
 		})
 		return Sent{Want: memberKey(rest), Seen: memberKey(members), Since: now, Partial: true}, true
 	case AddMembers:
-		return Sent{Want: specKey(s.Members), Seen: memberKey(members), Since: now, Partial: true}, true
+		want := keySet(members, memberAddrPort)
+		for k := range keySet(s.Add, specAddrPort) {
+			want[k] = true
+		}
+		return Sent{Want: strings.Join(slices.Sorted(maps.Keys(want)), ","), Seen: memberKey(members), Since: now, Partial: true}, true
 	}
 	return Sent{}, false
 }

@@ -461,10 +461,13 @@ func newNamespace(t *testing.T) string {
 }
 
 // eventually polls cond until it returns true or the timeout passes. It waits at least as long as a look
-// took before the next one: a condition that lists Neutron's ports must not keep a busy Neutron busier.
+// took before the next one: a condition that lists Neutron's ports must not keep a busy Neutron busier. A wait
+// that lasts says so once a minute, with how long it has waited of how long it may.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	began := time.Now()
+	deadline := began.Add(timeout)
+	said := began
 	var lastErr error
 	for {
 		start := time.Now()
@@ -475,6 +478,10 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 		lastErr = err
 		if time.Now().After(deadline) {
 			fatalf(t, "timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
+		}
+		if time.Since(said) >= time.Minute {
+			said = time.Now()
+			t.Logf("still waiting for %s: %s of at most %s (last error: %v)", what, time.Since(began).Round(time.Second), timeout, lastErr)
 		}
 		time.Sleep(max(100*time.Millisecond, time.Since(start)))
 	}

@@ -266,3 +266,27 @@ func TestServiceDeletedMembersFirst(t *testing.T) {
 		})
 	}
 }
+
+// A rolling update on the ovn provider: three old backends go and a new one comes. The new one is added in a
+// batch that keeps every member, with the subnets Octavia lists (the status tree Plan reads has none, and the
+// provider refuses a member without one: the first version sent the members without them, and Octavia refused
+// the batch), then the old ones are deleted one at a time.
+func TestRollingUpdateOnTheOVNProvider(t *testing.T) {
+	before := []string{"10.244.0.1", "10.244.0.2", "10.244.0.3", "10.244.0.4", "10.244.0.5", "10.244.0.6", "10.244.0.7", "10.244.0.8"}
+	after := []string{"10.244.0.1", "10.244.0.2", "10.244.0.3", "10.244.0.4", "10.244.0.5", "10.244.0.9"}
+	w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, before))
+	w.r.Provider = provider(t, "ovn")
+	w.mustConverge(t)
+	batches, deletes := w.o.Calls["ReplaceMembers"], w.o.Calls["DeleteMember"]
+	update(t, w, endpoints([]svcPort{http}, after))
+	w.mustConverge(t)
+	if got, want := w.served(t), map[string][]string{"TCP:80": w.at(w.podSubnet, after...)(8080)}; !equalServed(got, want) {
+		t.Fatalf("served\n  %v\nwant\n  %v", got, want)
+	}
+	if b, d := w.o.Calls["ReplaceMembers"]-batches, w.o.Calls["DeleteMember"]-deletes; b != 1 || d != 3 {
+		t.Errorf("%d batch updates and %d member deletes, want 1 (the new member) and 3 (the old ones, one at a time)", b, d)
+	}
+	if ws := w.warnings(); len(ws) != 0 {
+		t.Errorf("warnings: %v", ws)
+	}
+}

@@ -495,8 +495,7 @@ func (r *Reconciler) apply(ctx context.Context, svc *corev1.Service, lb *opensta
 	case octavia.DeleteMember:
 		r.event(svc, "MemberRemoved", "Update", "pool %s (%s %d): removed %s:%d", s.ID, s.Listener.Protocol, s.Listener.Port, s.Member.Address, s.Member.ProtocolPort)
 	case octavia.AddMembers:
-		r.event(svc, "MembersAdded", "Update", "pool %s (%s %d): %d members added, none removed", s.ID, s.Listener.Protocol, s.Listener.Port,
-			len(s.Members)-len(read.Members[s.ID]))
+		r.event(svc, "MembersAdded", "Update", "pool %s (%s %d): %d members added, none removed", s.ID, s.Listener.Protocol, s.Listener.Port, len(s.Add))
 	}
 	klog.FromContext(ctx).V(2).Info("Applied load balancer change", "step", s.Kind, "id", s.ID, "port", s.Listener.Port, "members", len(s.Listener.Members))
 	return nil

@@ -707,6 +707,10 @@ func (o *Octavia) ReplaceMembers(_ context.Context, poolID string, members []ope
 			return StatusError(opOf["ReplaceMembers"], http.StatusBadRequest, fmt.Sprintf("Invalid input for member %q port %d.", m.Address, m.ProtocolPort))
 		case seen[key]:
 			return StatusError(opOf["ReplaceMembers"], http.StatusConflict, "Another member on this pool is already using ip "+m.Address)
+		case m.SubnetID == "" && s.lb.Provider == "ovn":
+			// The OVN provider looks for the subnet of the load balancer's VIP, which holds no pod.
+			return StatusError(opOf["ReplaceMembers"], http.StatusNotImplemented, "Provider 'ovn' does not support a requested option: "+
+				"Subnet is required, or Loadbalancer associated with Pool must have a subnet, for Member batch update with OVN Provider Driver if it is not the same as LB VIP subnet")
 		}
 		seen[key] = true
 		nm := openstack.Member{Name: m.Name, Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID, ProvisioningStatus: "PENDING_CREATE"}
