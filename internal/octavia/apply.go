@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,36 +98,47 @@ func Delete(ctx context.Context, lbc openstack.LoadBalancing, prov Provider, lb 
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
 		return nil // Octavia is applying the last step; the caller looks again
 	}
+	progress := ""
 	if (prov.MembersFirst || prov.MonitorsFirst) && lb.ProvisioningStatus == "ACTIVE" {
 		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
 		if err != nil {
 			return openstack.IgnoreNotFound(err)
 		}
+		progress = membersLeft(tree)
 		if prov.MonitorsFirst && !prov.MembersFirst && len(tree.Monitors) > 0 {
 			pool := slices.Sorted(maps.Keys(tree.Monitors))[0]
 			// 8.0.0 shows a monitor whose delete it has queued as ACTIVE again, and a second delete of it left its
 			// pool PENDING_UPDATE for good (the provider never answered it), and with it the load balancer and the
 			// Service's namespace (make test, 2026-11-28).
-			return deleteOnce(ctx, lbc.DeleteMonitor, tree.Monitors[pool].ID, false, deletes)
+			return deleteOnce(ctx, lbc.DeleteMonitor, tree.Monitors[pool].ID, false, deletes, "")
 		}
 		if pool, ok := monitoredWithMembers(tree); ok && prov.MembersFirst {
 			return ignoreGoneOrBusy(lbc.ReplaceMembers(ctx, pool, nil))
 		}
 	}
 	// In ERROR, the provider is done with an earlier delete, and failed: it is sent again at once.
-	return deleteOnce(ctx, lbc.DeleteLoadBalancer, lb.ID, lb.ProvisioningStatus == "ERROR", deletes)
+	return deleteOnce(ctx, lbc.DeleteLoadBalancer, lb.ID, lb.ProvisioningStatus == "ERROR", deletes, progress)
 }
 
-// deleteOnce sends the delete of the object id unless one was sent within DeleteResend (see Deletes), or now is
-// set; gone already and busy are fine.
-func deleteOnce(ctx context.Context, del func(context.Context, string) error, id string, now bool, deletes *Deletes) error {
+// membersLeft describes how many members the load balancer's pools still have: the progress of its delete.
+func membersLeft(tree openstack.StatusTree) string {
+	n := 0
+	for _, ms := range tree.Members {
+		n += len(ms)
+	}
+	return strconv.Itoa(n)
+}
+
+// deleteOnce sends the delete of the object id unless one was sent, or made progress, within DeleteResend (see
+// Deletes), or now is set; gone already and busy are fine.
+func deleteOnce(ctx context.Context, del func(context.Context, string) error, id string, now bool, deletes *Deletes, progress string) error {
 	at := time.Now()
-	if !now && !deletes.Due(id, at) {
+	if !now && !deletes.Due(id, at, progress) {
 		return nil // the provider has it in its queue
 	}
 	err := del(ctx, id)
 	if err == nil {
-		deletes.Sent(id, at)
+		deletes.Sent(id, at, progress)
 	}
 	return ignoreGoneOrBusy(err)
 }

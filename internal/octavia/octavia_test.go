@@ -339,6 +339,28 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// TestADeleteMakingProgressIsNotSentAgain: 8.0.0 removes a deleted load balancer's members one at a time, each
+// with a status report that shows the load balancer ACTIVE; while its members go, the delete is not sent again
+// (at one a minute, each resend queued another pass over the 100 members of bench-services' load balancer).
+func TestADeleteMakingProgressIsNotSentAgain(t *testing.T) {
+	d := &Deletes{}
+	t0 := time.Now()
+	d.Sent("lb", t0, "100")
+	for i, left := range []string{"80", "60", "40"} {
+		at := t0.Add(time.Duration(i+1) * (DeleteResend - time.Second))
+		if d.Due("lb", at, left) {
+			t.Fatalf("%d members left at %s: due, though the delete makes progress", 100-20*(i+1), at.Sub(t0))
+		}
+	}
+	last := t0.Add(3 * (DeleteResend - time.Second))
+	if d.Due("lb", last.Add(DeleteResend-time.Second), "40") {
+		t.Error("due within DeleteResend of the last progress")
+	}
+	if !d.Due("lb", last.Add(DeleteResend), "40") {
+		t.Error("not due after DeleteResend without progress")
+	}
+}
+
 // TestADeleteIsNotSentAgainWhileQueued: the provider turns a load balancer it has a delete queued for back to
 // ACTIVE; Raven, asked again at once, sends nothing until DeleteResend has passed.
 func TestADeleteIsNotSentAgainWhileQueued(t *testing.T) {
@@ -359,13 +381,13 @@ func TestADeleteIsNotSentAgainWhileQueued(t *testing.T) {
 	if err := Delete(context.Background(), d, prov, failed, deletes); err != nil || len(d.deleted) != 2 {
 		t.Fatalf("a load balancer the provider failed to delete (ERROR): %d deletes sent (%v), want 2", len(d.deleted), err)
 	}
-	if deletes.Due("lb", time.Now().Add(DeleteResend/2)) {
+	if deletes.Due("lb", time.Now().Add(DeleteResend/2), "") {
 		t.Error("due again within DeleteResend")
 	}
-	if !deletes.Due("lb", time.Now().Add(DeleteResend)) {
+	if !deletes.Due("lb", time.Now().Add(DeleteResend), "") {
 		t.Error("not due after DeleteResend")
 	}
-	if !deletes.Due("other", time.Now()) {
+	if !deletes.Due("other", time.Now(), "") {
 		t.Error("another load balancer's delete is held")
 	}
 	// The same for the health monitors deleted before their load balancer.
@@ -380,7 +402,7 @@ func TestADeleteIsNotSentAgainWhileQueued(t *testing.T) {
 		t.Fatalf("%d deletes of the same health monitor sent, want 1", len(m.monitorsGone))
 	}
 	var none *Deletes
-	if !none.Due("lb", time.Now()) {
+	if !none.Due("lb", time.Now(), "") {
 		t.Error("a nil Deletes holds a delete")
 	}
 }
