@@ -173,15 +173,6 @@ func addMembers(ctx context.Context, lbc openstack.LoadBalancing, pool string, a
 	if err != nil {
 		return err
 	}
-	send := make([]openstack.MemberSpec, 0, len(have)+len(add))
-	for _, m := range have {
-		send = append(send, openstack.MemberSpec{Name: m.Name, Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID})
-	}
-	listed := keySet(have, memberAddrPort)
-	for _, m := range add {
-		if !listed[addrPort(m.Address, m.ProtocolPort)] {
-			send = append(send, m)
-		}
-	}
-	return lbc.ReplaceMembers(ctx, pool, send)
+	_, added := memberDiff(have, add)
+	return lbc.ReplaceMembers(ctx, pool, append(specsOf(have), added...))
 }

@@ -134,7 +134,7 @@ func members(endpointSlices []discoveryv1.EndpointSlice, sp corev1.ServicePort, 
 		out = append(out, m)
 	}
 	slices.SortFunc(out, func(a, b openstack.MemberSpec) int {
-		return strings.Compare(a.Address+":"+strconv.Itoa(a.ProtocolPort), b.Address+":"+strconv.Itoa(b.ProtocolPort))
+		return strings.Compare(addrPort(a.Address, a.ProtocolPort), addrPort(b.Address, b.ProtocolPort))
 	})
 	return out
 }

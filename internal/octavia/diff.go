@@ -133,20 +133,7 @@ func oneChange(w Listener, pool string, members []openstack.Member) (Step, bool)
 	if !w.OneByOne {
 		return Step{}, false
 	}
-	wanted := keySet(w.Members, specAddrPort)
-	have := keySet(members, memberAddrPort)
-	var gone []openstack.Member
-	for _, m := range members {
-		if !wanted[addrPort(m.Address, m.ProtocolPort)] {
-			gone = append(gone, m)
-		}
-	}
-	var added []openstack.MemberSpec
-	for _, m := range w.Members {
-		if !have[addrPort(m.Address, m.ProtocolPort)] {
-			added = append(added, m)
-		}
-	}
+	gone, added := memberDiff(members, w.Members)
 	staying := len(members) - len(gone)
 	switch {
 	case len(gone) > 0 && (len(gone) <= oneByOneMax || len(added) == 0) && len(gone) <= staying:
@@ -252,17 +239,25 @@ const monitorDropAt = 3
 
 // memberChanges is how many members an update adds or removes.
 func memberChanges(cur []openstack.Member, want []openstack.MemberSpec) int {
-	have := keySet(cur, memberAddrPort)
-	n := 0
-	for _, m := range want {
-		k := addrPort(m.Address, m.ProtocolPort)
-		if have[k] {
-			delete(have, k)
-			continue
+	gone, added := memberDiff(cur, want)
+	return len(gone) + len(added)
+}
+
+// memberDiff is what going from the members cur to want changes, by address and port: the members of cur that
+// want does not have, in cur's order, and those of want that cur does not have, in want's order.
+func memberDiff(cur []openstack.Member, want []openstack.MemberSpec) (gone []openstack.Member, added []openstack.MemberSpec) {
+	wanted, have := keySet(want, specAddrPort), keySet(cur, memberAddrPort)
+	for _, m := range cur {
+		if !wanted[addrPort(m.Address, m.ProtocolPort)] {
+			gone = append(gone, m)
 		}
-		n++
 	}
-	return n + len(have)
+	for _, m := range want {
+		if !have[addrPort(m.Address, m.ProtocolPort)] {
+			added = append(added, m)
+		}
+	}
+	return gone, added
 }
 
 // FailedMonitors describes the health monitors the provider could not set up (provisioning status ERROR),

@@ -41,11 +41,8 @@ func SentBy(s Step, cur Current, now time.Time) (Sent, bool) {
 		})
 		return Sent{Want: memberKey(rest), Seen: memberKey(members), Since: now, Partial: true}, true
 	case AddMembers:
-		want := keySet(members, memberAddrPort)
-		for k := range keySet(s.Add, specAddrPort) {
-			want[k] = true
-		}
-		return Sent{Want: strings.Join(slices.Sorted(maps.Keys(want)), ","), Seen: memberKey(members), Since: now, Partial: true}, true
+		// s.Add holds only members the pool does not have (oneChange).
+		return Sent{Want: specKey(append(specsOf(members), s.Add...)), Seen: memberKey(members), Since: now, Partial: true}, true
 	}
 	return Sent{}, false
 }
@@ -152,6 +149,15 @@ func memberKey(ms []openstack.Member) string {
 
 func specKey(ms []openstack.MemberSpec) string {
 	return setKey(ms, specAddrPort)
+}
+
+// specsOf is members as the specs that make them, subnets included.
+func specsOf(members []openstack.Member) []openstack.MemberSpec {
+	out := make([]openstack.MemberSpec, 0, len(members))
+	for _, m := range members {
+		out = append(out, openstack.MemberSpec{Name: m.Name, Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID})
+	}
+	return out
 }
 
 // addrPort names a member by address and port: the form of every member key and set here.

@@ -498,12 +498,9 @@ func (o *Octavia) CreatePool(_ context.Context, spec openstack.PoolSpec) (*opens
 func (o *Octavia) DeletePool(_ context.Context, id string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.enter("DeletePool", true); err != nil {
+	s, i, err := o.enterPool("DeletePool", id, true)
+	if err != nil {
 		return err
-	}
-	s, i := o.findPool(id)
-	if s == nil {
-		return octaviaNotFound("DeletePool", "Pool", id)
 	}
 	if _, err := o.writable("DeletePool", s.lb.ID); err != nil {
 		return err
@@ -524,12 +521,9 @@ func (o *Octavia) DeletePool(_ context.Context, id string) error {
 func (o *Octavia) ListMembers(_ context.Context, poolID string) ([]openstack.Member, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.enter("ListMembers", false); err != nil {
+	s, _, err := o.enterPool("ListMembers", poolID, false)
+	if err != nil {
 		return nil, err
-	}
-	s, _ := o.findPool(poolID)
-	if s == nil {
-		return nil, octaviaNotFound("ListMembers", "Pool", poolID)
 	}
 	return slices.Clone(s.members[poolID]), nil
 }
@@ -574,12 +568,9 @@ func (o *Octavia) CreateMonitor(_ context.Context, spec openstack.MonitorSpec) e
 	const method = "CreateMonitor"
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.enter(method, true); err != nil {
+	s, i, err := o.enterPool(method, spec.PoolID, true)
+	if err != nil {
 		return err
-	}
-	s, i := o.findPool(spec.PoolID)
-	if s == nil {
-		return octaviaNotFound(method, "Pool", spec.PoolID)
 	}
 	if _, err := o.writable(method, s.lb.ID); err != nil {
 		return err
@@ -626,23 +617,28 @@ func (o *Octavia) DeleteMonitor(_ context.Context, id string) error {
 	return octaviaNotFound(method, "Health Monitor", id)
 }
 
+// invalidMember refuses, as Octavia does, a member without an address or with a port out of range.
+func invalidMember(method string, m openstack.MemberSpec) error {
+	if m.Address == "" || m.ProtocolPort < 1 || m.ProtocolPort > 65535 {
+		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input for member %q port %d.", m.Address, m.ProtocolPort))
+	}
+	return nil
+}
+
 // CreateMember implements openstack.LoadBalancing: the member is PENDING_CREATE until the change completes.
 func (o *Octavia) CreateMember(_ context.Context, poolID string, m openstack.MemberSpec) error {
 	const method = "CreateMember"
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.enter(method, true); err != nil {
+	s, _, err := o.enterPool(method, poolID, true)
+	if err != nil {
 		return err
-	}
-	s, _ := o.findPool(poolID)
-	if s == nil {
-		return octaviaNotFound(method, "Pool", poolID)
 	}
 	if _, err := o.writable(method, s.lb.ID); err != nil {
 		return err
 	}
-	if m.Address == "" || m.ProtocolPort < 1 || m.ProtocolPort > 65535 {
-		return StatusError(opOf[method], http.StatusBadRequest, fmt.Sprintf("Invalid input for member %q port %d.", m.Address, m.ProtocolPort))
+	if err := invalidMember(method, m); err != nil {
+		return err
 	}
 	if slices.ContainsFunc(s.members[poolID], func(have openstack.Member) bool {
 		return have.Address == m.Address && have.ProtocolPort == m.ProtocolPort
@@ -660,12 +656,9 @@ func (o *Octavia) DeleteMember(_ context.Context, poolID, memberID string) error
 	const method = "DeleteMember"
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.enter(method, true); err != nil {
+	s, _, err := o.enterPool(method, poolID, true)
+	if err != nil {
 		return err
-	}
-	s, _ := o.findPool(poolID)
-	if s == nil {
-		return octaviaNotFound(method, "Pool", poolID)
 	}
 	i := slices.IndexFunc(s.members[poolID], func(m openstack.Member) bool { return m.ID == memberID })
 	if i < 0 {
@@ -684,12 +677,9 @@ func (o *Octavia) DeleteMember(_ context.Context, poolID, memberID string) error
 func (o *Octavia) ReplaceMembers(_ context.Context, poolID string, members []openstack.MemberSpec) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.enter("ReplaceMembers", true); err != nil {
+	s, _, err := o.enterPool("ReplaceMembers", poolID, true)
+	if err != nil {
 		return err
-	}
-	s, _ := o.findPool(poolID)
-	if s == nil {
-		return octaviaNotFound("ReplaceMembers", "Pool", poolID)
 	}
 	if _, err := o.writable("ReplaceMembers", s.lb.ID); err != nil {
 		return err
@@ -702,9 +692,10 @@ func (o *Octavia) ReplaceMembers(_ context.Context, poolID string, members []ope
 	seen := map[string]bool{}
 	for _, m := range members {
 		key := fmt.Sprintf("%s:%d", m.Address, m.ProtocolPort)
+		if err := invalidMember("ReplaceMembers", m); err != nil {
+			return err
+		}
 		switch {
-		case m.Address == "" || m.ProtocolPort < 1 || m.ProtocolPort > 65535:
-			return StatusError(opOf["ReplaceMembers"], http.StatusBadRequest, fmt.Sprintf("Invalid input for member %q port %d.", m.Address, m.ProtocolPort))
 		case seen[key]:
 			return StatusError(opOf["ReplaceMembers"], http.StatusConflict, "Another member on this pool is already using ip "+m.Address)
 		case m.SubnetID == "" && s.lb.Provider == "ovn":
@@ -735,6 +726,19 @@ func (o *Octavia) findListener(id string) (*lbState, int) {
 		}
 	}
 	return nil, -1
+}
+
+// enterPool counts a call of method (a write when write is set), fails it as o.Faults say, and finds the pool id
+// with its load balancer, or fails it as Octavia does when there is none.
+func (o *Octavia) enterPool(method, id string, write bool) (*lbState, int, error) {
+	if err := o.enter(method, write); err != nil {
+		return nil, -1, err
+	}
+	s, i := o.findPool(id)
+	if s == nil {
+		return nil, -1, octaviaNotFound(method, "Pool", id)
+	}
+	return s, i, nil
 }
 
 func (o *Octavia) findPool(id string) (*lbState, int) {
