@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -43,9 +42,7 @@ func TestBenchmarkNetworkPolicy(t *testing.T) {
 	res := map[string]any{}
 	put := func(k string, v float64) { res[k] = float64(int64(v*100)) / 100 }
 	res["stack"] = "ML2/OVN Neutron, node side on (STACK_CNI=1), userspace datapath"
-	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	res["openstack"] = openstackRelease()
-	res["when"] = time.Now().UTC().Format(time.RFC3339)
+	putRun(res)
 	res["rounds"] = *benchNPRounds
 	res["probe_timeout_ms"] = benchNPProbe.Milliseconds()
 	res["raven.pod_subnet_prefix_length"] = 23

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -498,9 +497,7 @@ func TestBenchmarkNode(t *testing.T) {
 	put := func(k string, v float64) { res[k] = float64(int64(v*100)) / 100 }
 	res["stack"] = "ML2/OVN Neutron and Octavia on MariaDB, " + env.vars["STACK_NODES"] + " nodes of kubelet " +
 		"and containerd (the burst on the first), raven-node as a DaemonSet, userspace datapath"
-	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	res["openstack"] = openstackRelease()
-	res["when"] = time.Now().UTC().Format(time.RFC3339)
+	putRun(res)
 	def := benchRaven(ravenOpts{})
 	res["raven.resync_period"] = def.resync.String()
 	w := watchAnnotations(t)

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,28 +50,12 @@ func TestBenchmarkProvider(t *testing.T) {
 	res := map[string]any{}
 	put := func(k string, v float64) { res[k] = float64(int64(v*100)) / 100 }
 	res["stack"] = fmt.Sprintf("ML2/OVN Neutron, Octavia with the ovn provider, STACK_CNI=%s; Raven not involved", env.vars["STACK_CNI"])
-	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	res["openstack"] = openstackRelease()
-	res["when"] = time.Now().UTC().Format(time.RFC3339)
+	putRun(res)
 	res["health_monitor"] = "TCP, delay 2 s, timeout 1 s, 2 failures down (as Raven's); the members' ports are not plugged: they probe OFFLINE"
 	out := outDir(*benchProviderOut)
 
-	net, err := env.os.Networking.CreateNetwork(ctx, openstack.NetworkSpec{Name: "bench-provider-" + randSuffix()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := env.os.Networking.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: net.ID, CIDR: "192.168.16.0/22", Name: "bench-provider"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	floor := floorNetwork{t: t, network: net.ID, subnet: sub.ID}
-	t.Cleanup(func() {
-		ports, _ := env.os.Networking.ListPorts(ctx, openstack.Filter{NetworkID: net.ID})
-		for _, p := range ports {
-			_ = env.os.Networking.DeletePort(ctx, p.ID)
-		}
-		_ = env.os.Networking.DeleteNetwork(ctx, net.ID)
-	})
+	floor := newFloorNetwork(t, "bench-provider", "192.168.16.0/22")
+	sub := floor.subnet
 
 	for _, size := range providerSizes(t) {
 		_, ports := floor.bulk(size + *benchProviderReps + 1)
@@ -80,8 +63,8 @@ func TestBenchmarkProvider(t *testing.T) {
 		for _, p := range ports {
 			addrs = append(addrs, p.FixedIPs[0].IPAddress)
 		}
-		lb := providerLB(t, sub.ID, addrs[:size])
-		probe := openstack.MemberSpec{Address: addrs[len(addrs)-1], ProtocolPort: 80, SubnetID: sub.ID}
+		lb := providerLB(t, sub, addrs[:size])
+		probe := openstack.MemberSpec{Address: addrs[len(addrs)-1], ProtocolPort: 80, SubnetID: sub}
 		for _, monitored := range []bool{false, true} {
 			label := fmt.Sprintf("n%d.%s.", size, map[bool]string{false: "unmonitored", true: "monitored"}[monitored])
 			if monitored {
@@ -90,8 +73,8 @@ func TestBenchmarkProvider(t *testing.T) {
 			steps := map[string][]providerStep{}
 			for rep := range *benchProviderReps {
 				extra := addrs[size+rep]
-				kept := providerSpecs(providerMembers(t, lb), sub.ID)
-				add := openstack.MemberSpec{Address: extra, ProtocolPort: 80, SubnetID: sub.ID}
+				kept := providerSpecs(providerMembers(t, lb), sub)
+				add := openstack.MemberSpec{Address: extra, ProtocolPort: 80, SubnetID: sub}
 				measure := func(what string, present bool, send func() error) {
 					t.Logf("%s%s %d: %s", label, what, rep+1, extra)
 					start := time.Now()
@@ -141,11 +124,7 @@ func providerLB(t testing.TB, subnet string, addrs []string) providerLBRef {
 	}
 	start := time.Now()
 	lb, err := env.os.LoadBalancing.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{Name: "bench-provider-" + randSuffix(), VipSubnetID: subnet,
-		Provider: "ovn", Listeners: []openstack.ListenerGraph{{
-			Listener: openstack.ListenerSpec{Name: "provider:80", Protocol: "TCP", ProtocolPort: 80},
-			Pool:     openstack.PoolSpec{Name: "provider:80/tcp", Protocol: "TCP", LBAlgorithm: "SOURCE_IP_PORT"},
-			Members:  members,
-		}}})
+		Provider: "ovn", Listeners: tcp80("provider", members)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,13 +148,7 @@ func addProviderMonitor(t testing.TB, lb providerLBRef) {
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	eventually(t, svcPhaseTimeout, "the provider benchmark's health monitor accepted", func() (bool, error) {
-		err := env.os.LoadBalancing.CreateMonitor(ctx, openstack.MonitorSpec{PoolID: lb.pool, Name: "provider", Type: "TCP", Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2})
-		if openstack.KindOf(err) == openstack.KindImmutable {
-			return false, nil
-		}
-		return err == nil, err
-	})
+	addMonitorLikeRavens(t, lb.pool, "provider")
 	n := len(providerMembers(t, lb))
 	eventually(t, svcPhaseTimeout, "the provider benchmark's load balancer settled with its monitor", func() (bool, error) {
 		tree, err := env.os.LoadBalancing.LoadBalancerStatus(ctx, lb.id)

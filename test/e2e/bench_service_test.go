@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net"
 	"net/netip"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,9 +46,7 @@ func TestBenchmarkServices(t *testing.T) {
 	res := map[string]any{}
 	put := func(k string, v float64) { res[k] = float64(int64(v*100)) / 100 }
 	res["stack"] = "ML2/OVN Neutron, Octavia with the ovn provider, node side on (STACK_CNI=1), userspace datapath"
-	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	res["openstack"] = openstackRelease()
-	res["when"] = time.Now().UTC().Format(time.RFC3339)
+	putRun(res)
 	r := startRaven(t, benchRaven(ravenOpts{}))
 	res["raven.health_monitors"] = "on (delay 2 s, timeout 1 s, 2 failures down)"
 
@@ -74,11 +71,7 @@ func TestBenchmarkServices(t *testing.T) {
 	for ip := range web {
 		members = append(members, openstack.MemberSpec{Address: ip, ProtocolPort: 80, SubnetID: podSubnet})
 	}
-	floorS, floorAnswered, floorCalls := floorLoadBalancer(t, serviceSubnet, []openstack.ListenerGraph{{
-		Listener: openstack.ListenerSpec{Name: "floor:80", Protocol: "TCP", ProtocolPort: 80},
-		Pool:     openstack.PoolSpec{Name: "floor:80/tcp", Protocol: "TCP", LBAlgorithm: "SOURCE_IP_PORT"},
-		Members:  members,
-	}}, func(vip string) time.Duration {
+	floorS, floorAnswered, floorCalls := floorLoadBalancer(t, serviceSubnet, tcp80("floor", members), func(vip string) time.Duration {
 		d, _ := reachAll(t, client, net.JoinHostPort(vip, "80"), names(web))
 		return d
 	})
@@ -324,11 +317,7 @@ func monitoredFloorLB(t testing.TB, subnet string, members []openstack.MemberSpe
 	lbc := env.os.LoadBalancing
 	vip = freeServiceAddress(t, subnet)
 	lb, err := lbc.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{Name: "bench-floor-churn-" + randSuffix(), VipSubnetID: subnet,
-		VipAddress: vip, Provider: "ovn", Listeners: []openstack.ListenerGraph{{
-			Listener: openstack.ListenerSpec{Name: "floor:80", Protocol: "TCP", ProtocolPort: 80},
-			Pool:     openstack.PoolSpec{Name: "floor:80/tcp", Protocol: "TCP", LBAlgorithm: "SOURCE_IP_PORT"},
-			Members:  members,
-		}}})
+		VipAddress: vip, Provider: "ovn", Listeners: tcp80("floor", members)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,15 +334,7 @@ func monitoredFloorLB(t testing.TB, subnet string, members []openstack.MemberSpe
 	for id := range tree.Members {
 		poolID = id
 	}
-	// 8.0.0 puts the load balancer back to ACTIVE while its members are still being made, and Octavia refuses
-	// a monitor on the pool meanwhile (409, pool immutable): ask again until it takes it, as an operator would.
-	eventually(t, svcPhaseTimeout, "the floor's health monitor accepted", func() (bool, error) {
-		err := lbc.CreateMonitor(ctx, openstack.MonitorSpec{PoolID: poolID, Name: "floor", Type: "TCP", Delay: 2, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2})
-		if openstack.KindOf(err) == openstack.KindImmutable {
-			return false, nil
-		}
-		return err == nil, err
-	})
+	addMonitorLikeRavens(t, poolID, "floor")
 	eventually(t, svcPhaseTimeout, "the floor's health monitor ONLINE", func() (bool, error) {
 		tree, err := lbc.LoadBalancerStatus(ctx, lb.ID)
 		m, ok := tree.Monitors[poolID]
@@ -361,6 +342,31 @@ func monitoredFloorLB(t testing.TB, subnet string, members []openstack.MemberSpe
 	})
 	eventually(t, svcPhaseTimeout, "the floor's load balancer ACTIVE with its monitor", active)
 	return vip, poolID
+}
+
+// tcp80 is the graph of a load balancer built by hand: one TCP listener on port 80, named name:80, whose pool
+// balances over members as Raven's do on the ovn provider.
+func tcp80(name string, members []openstack.MemberSpec) []openstack.ListenerGraph {
+	return []openstack.ListenerGraph{{
+		Listener: openstack.ListenerSpec{Name: name + ":80", Protocol: "TCP", ProtocolPort: 80},
+		Pool:     openstack.PoolSpec{Name: name + ":80/tcp", Protocol: "TCP", LBAlgorithm: "SOURCE_IP_PORT"},
+		Members:  members,
+	}}
+}
+
+// addMonitorLikeRavens gives a pool built by hand a health monitor like Raven's, named name. 8.0.0 puts the load
+// balancer back to ACTIVE while its members are still being made, and Octavia refuses a monitor on the pool
+// meanwhile (409, pool immutable): it is asked again until it takes it, as an operator would.
+func addMonitorLikeRavens(t testing.TB, pool, name string) {
+	t.Helper()
+	eventually(t, svcPhaseTimeout, "the "+name+" health monitor accepted", func() (bool, error) {
+		err := env.os.LoadBalancing.CreateMonitor(context.Background(), openstack.MonitorSpec{PoolID: pool, Name: name, Type: "TCP", Delay: 2, Timeout: 1,
+			MaxRetries: 1, MaxRetriesDown: 2})
+		if openstack.KindOf(err) == openstack.KindImmutable {
+			return false, nil
+		}
+		return err == nil, err
+	})
 }
 
 // deleteLoadBalancerAndWait deletes a load balancer made by hand (cascade) once Octavia takes the delete, and waits

@@ -407,6 +407,29 @@ type floorNetwork struct {
 	network, subnet string
 }
 
+// newFloorNetwork makes a network named name-<random> with a subnet of cidr, for ports made by hand; it goes, with
+// every port on it, when the test ends.
+func newFloorNetwork(t *testing.T, name, cidr string) floorNetwork {
+	t.Helper()
+	ctx := context.Background()
+	net, err := env.os.Networking.CreateNetwork(ctx, openstack.NetworkSpec{Name: name + "-" + randSuffix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ports, _ := env.os.Networking.ListPorts(ctx, openstack.Filter{NetworkID: net.ID})
+		for _, p := range ports {
+			_ = env.os.Networking.DeletePort(ctx, p.ID)
+		}
+		_ = env.os.Networking.DeleteNetwork(ctx, net.ID)
+	})
+	sub, err := env.os.Networking.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: net.ID, CIDR: cidr, Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return floorNetwork{t: t, network: net.ID, subnet: sub.ID}
+}
+
 // deletePorts deletes the ports one at a time and returns each delete's time; a delete Neutron fails
 // (a 500 "database is locked" under concurrent writes) is sent again, and its time includes the retries.
 func (f floorNetwork) deletePorts(ps []openstack.Port) (ms []float64) {
@@ -559,9 +582,7 @@ func TestBenchmark(t *testing.T) {
 	res := map[string]any{}
 	put := func(k string, v float64) { res[k] = float64(int64(v*100)) / 100 }
 	res["stack"] = "ML2/OVN Neutron and Octavia on MariaDB, no node side (STACK_CNI=0)"
-	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	res["openstack"] = openstackRelease()
-	res["when"] = time.Now().UTC().Format(time.RFC3339)
+	putRun(res)
 	def := benchRaven(ravenOpts{})
 	res["raven.resync_period"] = def.resync.String()
 	res["raven.orphan_grace_period"] = def.orphanGrace.String()
@@ -573,31 +594,16 @@ func TestBenchmark(t *testing.T) {
 
 	// ---- floor: Neutron alone, Raven stopped.
 	netStart := time.Now()
-	net, err := env.os.Networking.CreateNetwork(ctx, openstack.NetworkSpec{Name: "bench-floor-" + randSuffix()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := env.os.Networking.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: net.ID, CIDR: "192.168.0.0/20", Name: "bench-floor"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	floor := newFloorNetwork(t, "bench-floor", "192.168.0.0/20")
 	var b budget
 	b.network = time.Since(netStart)
-	defer func() {
-		ports, _ := env.os.Networking.ListPorts(ctx, openstack.Filter{NetworkID: net.ID})
-		for _, p := range ports {
-			_ = env.os.Networking.DeletePort(ctx, p.ID)
-		}
-		_ = env.os.Networking.DeleteNetwork(ctx, net.ID)
-	}()
-	floor := floorNetwork{t: t, network: net.ID, subnet: sub.ID}
 	deletePorts, bulk := floor.deletePorts, floor.bulk
 	var single []float64
 	var made []openstack.Port
 	for i := range 50 {
 		start := time.Now()
 		// The same request Raven makes for a pod: name, owner, device and four tags.
-		p, err := env.os.Networking.CreatePort(ctx, floorSpec(net.ID, sub.ID, i))
+		p, err := env.os.Networking.CreatePort(ctx, floorSpec(floor.network, floor.subnet, i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1025,6 +1031,13 @@ func waitRavenQuiet(t testing.TB, r *Raven, b budget, ports, writes int) {
 		last = writes
 		return quiet >= 30, nil
 	})
+}
+
+// putRun records in a benchmark's results where and when it ran: the machine, the OpenStack release, the time.
+func putRun(res map[string]any) {
+	res["machine"] = fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	res["openstack"] = openstackRelease()
+	res["when"] = time.Now().UTC().Format(time.RFC3339)
 }
 
 // openstackRelease names the OpenStack release the stack runs and its ovn-octavia-provider, for the artifacts.

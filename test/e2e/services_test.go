@@ -294,13 +294,10 @@ func TestMembersFollowReplicas(t *testing.T) {
 	})
 	waitMembers(t, ns, "scale", svc.UID, 3, 80)
 	// Raven changes members through the pool's batch update (PUT /v2/lbaas/pools/ID/members), or, on the ovn
-	// provider, a member create or delete of its own while few change: at most one write per endpoint that
+	// provider, a member delete of its own and a batch that removes none: at most one write per endpoint that
 	// turns ready or leaves (scaling up, endpoints only turn ready, so n-3 writes at most; scaling down, only
 	// leave). The counter is Raven's, for all Services: it is read once nothing else sends member writes.
-	isBatch := func(l string) bool {
-		return strings.Contains(l, `operation="octavia member batch_update"`) || strings.Contains(l, `operation="octavia member create"`) ||
-			strings.Contains(l, `operation="octavia member delete"`)
-	}
+	isBatch := func(l string) bool { return strings.Contains(l, `operation="octavia member `) && isWrite(l) }
 	batches := func() float64 { return r.metric(t, "raven_openstack_request_duration_seconds_count", isBatch) }
 	failed := func() float64 { return r.metric(t, "raven_openstack_request_errors_total", isBatch) }
 	quiet := func() float64 {
