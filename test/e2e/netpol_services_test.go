@@ -87,9 +87,10 @@ func TestNetworkPolicyHoldsThroughServices(t *testing.T) {
 	if _, err := env.kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, deny, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The deny is in force once the pod address is refused; from then on, every path stays refused.
+	// The deny is in force once the pod address stays refused for a while (one refused probe is also what a
+	// lost SYN looks like); from then on, every path stays refused.
 	eventually(t, time.Minute, "the egress deny to close the backend's pod address", func() (bool, error) {
-		return !probeWithin(client, paths[0].network, paths[0].addr, backend, time.Second), nil
+		return closedFor(client, paths[0], backend, 3*time.Second), nil
 	})
 	for _, p := range paths {
 		if !closedFor(client, p, backend, 5*time.Second) {
@@ -180,7 +181,7 @@ func TestAPolicyChangeKeepsTrafficItDoesNotConcern(t *testing.T) {
 	}
 	cAddr := net.JoinHostPort(ports["c"].FixedIPs[0].IPAddress, "80")
 	eventually(t, time.Minute, "c isolated", func() (bool, error) {
-		return !probe(podNetns(ns, "a"), "tcp", cAddr, "c"), nil
+		return closedFor(podNetns(ns, "a"), path{"c", "tcp", cAddr}, "c", 3*time.Second), nil
 	})
 	if err := env.kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, np.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
