@@ -15,8 +15,9 @@ import (
 // Options is Raven's whole configuration. The YAML file uses the JSON names below.
 type Options struct {
 	// ClusterID is written into the tags of every OpenStack object Raven creates. Two clusters that
-	// share a Neutron must use different IDs.
-	ClusterID string `json:"clusterID"`
+	// share a Neutron must use different IDs. Empty: the UID of the cluster's kube-system namespace, which
+	// no two clusters share (a cluster built anew gets a new one).
+	ClusterID string `json:"clusterID,omitempty"`
 	// Kubeconfig is the kubeconfig file; empty means in-cluster configuration.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 
@@ -183,7 +184,6 @@ func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String()
 // Default returns the options Raven runs with when nothing is configured.
 func Default() Options {
 	return Options{
-		ClusterID: "kubernetes",
 		Neutron: Neutron{
 			ExternalNetwork:       "public",
 			PodSubnetPoolCIDR:     "10.244.0.0/16",
@@ -235,7 +235,7 @@ type Flags struct {
 func BindFlags(fs *flag.FlagSet) *Flags {
 	f := &Flags{fs: fs}
 	fs.StringVar(&f.ConfigFile, "config", os.Getenv("RAVEN_CONFIG"), "YAML configuration file (default $RAVEN_CONFIG)")
-	fs.StringVar(&f.o.ClusterID, "cluster-id", "", "cluster ID written into every OpenStack tag")
+	fs.StringVar(&f.o.ClusterID, "cluster-id", "", "cluster ID written into every OpenStack tag (empty: the kube-system namespace's UID)")
 	fs.StringVar(&f.o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, or $KUBECONFIG)")
 	fs.StringVar(&f.o.OpenStack.CloudsFile, "clouds-file", "", "clouds.yaml path (default $OS_CLIENT_CONFIG_FILE)")
 	fs.StringVar(&f.o.OpenStack.Cloud, "cloud", "", "cloud entry in clouds.yaml (default $OS_CLOUD)")
@@ -324,9 +324,6 @@ func (o Options) octaviaErrors() []error {
 // Validate reports every problem at once.
 func (o Options) Validate() error {
 	var errs []error
-	if o.ClusterID == "" {
-		errs = append(errs, errors.New("clusterID must be set"))
-	}
 	if len(o.ClusterID) > 64 {
 		errs = append(errs, errors.New("clusterID must be at most 64 characters"))
 	}

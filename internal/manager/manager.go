@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,6 +42,13 @@ func Run(ctx context.Context, o config.Options) error {
 	log := klog.FromContext(ctx)
 	restCfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	if o.ClusterID, err = clusterID(ctx, kube.CoreV1().Namespaces(), o.ClusterID); err != nil {
 		return err
 	}
 	m := metrics.New(nil)

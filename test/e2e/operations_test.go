@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,8 +21,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Raven runs as an unprivileged user bound only to the ClusterRole of deploy/rbac.yaml: it does all its
-// work, and reading Secrets is forbidden.
+// Raven runs as an unprivileged user bound only to the ClusterRole and the leader election Role of
+// deploy/rbac.yaml: it does all its work, and reading Secrets is forbidden.
 func TestLeastPrivilegeClusterRole(t *testing.T) {
 	ctx := context.Background()
 	raw, err := os.ReadFile(filepath.Join(env.repo, "deploy/rbac.yaml"))
@@ -29,21 +30,30 @@ func TestLeastPrivilegeClusterRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	var role rbacv1.ClusterRole
+	var lease rbacv1.Role
 	for _, doc := range bytes.Split(raw, []byte("\n---\n")) {
 		var probe struct{ Kind string }
-		if err := yaml.Unmarshal(doc, &probe); err == nil && probe.Kind == "ClusterRole" {
-			if err := yaml.Unmarshal(doc, &role); err != nil {
-				t.Fatal(err)
-			}
+		if err := yaml.Unmarshal(doc, &probe); err != nil {
+			t.Fatal(err)
+		}
+		switch probe.Kind {
+		case "ClusterRole":
+			err = yaml.Unmarshal(doc, &role)
+		case "Role":
+			err = yaml.Unmarshal(doc, &lease)
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
-	if len(role.Rules) == 0 {
-		t.Fatal("no ClusterRole in deploy/rbac.yaml")
+	if len(role.Rules) == 0 || len(lease.Rules) == 0 {
+		t.Fatal("deploy/rbac.yaml lacks the ClusterRole or the leader election Role")
 	}
 	bindUnprivileged(t, &role)
+	bindUnprivilegedIn(t, &lease)
 
 	r := startRaven(t, ravenOpts{kubeconfig: env.vars["STACK_UNPRIVILEGED_KUBECONFIG"],
-		args: []string{"--leader-elect", "--leader-election-namespace=default"}})
+		args: []string{"--leader-elect", "--leader-election-namespace=" + lease.Namespace}})
 	ns := newNamespace(t)
 	createDeployment(t, ns, "rbac", 2)
 	svc := createService(t, ns, "rbac", nil)
@@ -219,6 +229,33 @@ func TestKeystoneAuthenticatedRun(t *testing.T) {
 
 // bindUnprivileged creates the ClusterRole under a fresh name and binds the stack's unprivileged user to
 // it, for the rest of the test.
+// bindUnprivilegedIn binds role, in its namespace (made when missing, and left), to the unprivileged user.
+func bindUnprivilegedIn(t testing.TB, role *rbacv1.Role) {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: role.Namespace}}
+	if _, err := env.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	role.Name = "e2e-raven-" + randSuffix()
+	role.ResourceVersion = ""
+	if _, err := env.kube.RbacV1().Roles(role.Namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: role.Namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "raven-unprivileged"}},
+	}
+	if _, err := env.kube.RbacV1().RoleBindings(role.Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.kube.RbacV1().RoleBindings(role.Namespace).Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+		_ = env.kube.RbacV1().Roles(role.Namespace).Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	})
+}
+
 func bindUnprivileged(t testing.TB, role *rbacv1.ClusterRole) {
 	t.Helper()
 	ctx := context.Background()

@@ -37,6 +37,9 @@ func TestShippedDaemonSet(t *testing.T) {
 	}
 	checkMounts(t, c, o)
 	checkShippedConflist(t, o)
+	if p := c.LivenessProbe; o.MetricsAddr == "" || p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/livez" || p.HTTPGet.Port.StrVal != "metrics" {
+		t.Errorf("liveness probe %+v (metrics on %q): want /livez on the metrics port, or a wedged raven-node fails every ADD until someone notices", p, o.MetricsAddr)
+	}
 }
 
 // mountOf is the volume mount of c that holds path, or nil.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -96,7 +97,7 @@ func Run(ctx context.Context, o *Options) error {
 		logger.Info("Installed the CNI plugin", "binDir", o.CNIBinDir, "confDir", o.CNIConfDir)
 	}
 	if o.MetricsAddr != "" {
-		go serveMetrics(ctx, o.MetricsAddr, reg, vsctl)
+		go serveMetrics(ctx, o.MetricsAddr, reg, vsctl, o.Socket)
 	}
 	logger.Info("raven-node ready", "socket", o.Socket, "bridge", o.Bridge, "readyTimeout", o.ReadyTimeout)
 	return srv.Serve(ctx, l)
@@ -117,9 +118,11 @@ func clientset(kubeconfig string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// serveMetrics serves /metrics, and /healthz answering 200 while OVS does.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, o ovs.Client) {
+// serveMetrics serves /metrics, /healthz answering 200 while OVS does, and /livez answering 200 while the CNI
+// socket does.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, o ovs.Client, socket string) {
 	mux := http.NewServeMux()
+	mux.Handle("/livez", livez(socket))
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := o.Health(r.Context()); err != nil {
@@ -135,5 +138,30 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, o 
 	}()
 	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		klog.FromContext(ctx).Error(err, "Serving metrics", "addr", addr)
+	}
+}
+
+// livez answers 200 while raven-node's CNI socket answers an HTTP request, whatever the answer: what the
+// kubelet's every ADD and DEL needs from this process. OVS being down is /healthz's business, not a reason to
+// restart raven-node.
+func livez(socket string) http.HandlerFunc {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		},
+	}}
+	return func(w http.ResponseWriter, r *http.Request) {
+		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://raven-node/", nil)
+		if err == nil {
+			var resp *http.Response
+			if resp, err = client.Do(req); err == nil {
+				_ = resp.Body.Close()
+			}
+		}
+		if err != nil {
+			http.Error(w, fmt.Sprintf("the CNI socket %s does not answer: %v", socket, err), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
 	}
 }

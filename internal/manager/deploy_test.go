@@ -1,0 +1,187 @@
+package manager
+
+import (
+	"bytes"
+	"flag"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/raven-net/raven/internal/config"
+)
+
+// deployDir is the kustomize base an operator applies.
+const deployDir = "../../deploy"
+
+// shipped reads every document of the base's own files (deploy/node has its own test), keyed by kind.
+func shipped(t *testing.T) map[string][][]byte {
+	t.Helper()
+	var k struct{ Resources []string }
+	if err := yaml.Unmarshal(readFile(t, "kustomization.yaml"), &k); err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string][][]byte{}
+	for _, r := range k.Resources {
+		if !strings.HasSuffix(r, ".yaml") {
+			continue
+		}
+		for _, doc := range bytes.Split(readFile(t, r), []byte("\n---\n")) {
+			var meta struct{ Kind string }
+			if err := yaml.Unmarshal(doc, &meta); err != nil {
+				t.Fatalf("%s: %v", r, err)
+			}
+			docs[meta.Kind] = append(docs[meta.Kind], doc)
+		}
+	}
+	return docs
+}
+
+func readFile(t *testing.T, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(deployDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// deployedOptions are the options the shipped Deployment runs Raven with, on a node whose address is hostIP.
+func deployedOptions(t *testing.T, docs map[string][][]byte, c corev1.Container, hostIP string) config.Options {
+	t.Helper()
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal(docs["ConfigMap"][0], &cm); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "raven.yaml")
+	if err := os.WriteFile(file, []byte(cm.Data["raven.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("raven", flag.ContinueOnError)
+	flags := config.BindFlags(fs)
+	var args []string
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "--config=") {
+			a = "--config=" + file
+		}
+		args = append(args, strings.ReplaceAll(a, "$(HOST_IP)", hostIP))
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("the Deployment's args do not parse: %v", err)
+	}
+	o, err := flags.Options()
+	if err != nil {
+		t.Fatalf("the Deployment's configuration does not validate: %v", err)
+	}
+	return o
+}
+
+// The shipped Deployment can run where an operator puts it: in the node's network (its own pod would wait
+// for a port only it makes), on the control plane's nodes, its endpoints on the node's address only and
+// its probes on them.
+func TestShippedDeployment(t *testing.T) {
+	docs := shipped(t)
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(docs["Deployment"][0], &d); err != nil {
+		t.Fatalf("deploy/deployment.yaml: %v", err)
+	}
+	spec := d.Spec.Template.Spec
+	if !spec.HostNetwork || spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("hostNetwork %v, dnsPolicy %q: Raven's own pod would wait for a Neutron port that only Raven makes", spec.HostNetwork, spec.DNSPolicy)
+	}
+	if _, ok := spec.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok {
+		t.Errorf("node selector %v: nothing keeps Raven and its cloud credentials off the workers", spec.NodeSelector)
+	}
+	c := spec.Containers[0]
+	const hostIP = "192.0.2.10"
+	o := deployedOptions(t, docs, c, hostIP)
+	ports := map[string]string{}
+	for _, p := range c.Ports {
+		ports[p.Name] = net.JoinHostPort(hostIP, strconv.Itoa(int(p.ContainerPort)))
+	}
+	for _, e := range []struct{ what, addr, port string }{{"metrics", o.MetricsAddr, "metrics"}, {"probes", o.HealthAddr, "health"}} {
+		if host, _, err := net.SplitHostPort(e.addr); err != nil || host != hostIP {
+			t.Errorf("%s listen on %q: want the node's address only (%s)", e.what, e.addr, hostIP)
+		}
+		if ports[e.port] != e.addr {
+			t.Errorf("%s listen on %q, but the container's port %q is %q", e.what, e.addr, e.port, ports[e.port])
+		}
+	}
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Port.StrVal != "health" {
+			t.Errorf("probe %+v: want an HTTP probe on the health port", p)
+		}
+	}
+	if o.ClusterID != "" {
+		t.Errorf("clusterID %q is shipped: two clusters that keep it share their tags and sweep each other's objects", o.ClusterID)
+	}
+}
+
+// The base holds no Secret: applying it must not replace the operator's clouds.yaml with a placeholder.
+func TestShippedBaseHasNoSecret(t *testing.T) {
+	if n := len(shipped(t)["Secret"]); n > 0 {
+		t.Fatalf("deploy/ ships %d Secret(s); kubectl apply -k deploy/ would overwrite the operator's clouds.yaml", n)
+	}
+}
+
+// Leader election's Lease is granted in Raven's own namespace only, not in every namespace.
+func TestShippedLeaseRightsAreNamespaced(t *testing.T) {
+	docs := shipped(t)
+	for _, doc := range docs["ClusterRole"] {
+		var r rbacv1.ClusterRole
+		if err := yaml.UnmarshalStrict(doc, &r); err != nil {
+			t.Fatal(err)
+		}
+		for _, rule := range r.Rules {
+			if slices.Contains(rule.Resources, "leases") {
+				t.Errorf("ClusterRole %s grants leases in every namespace: %+v", r.Name, rule)
+			}
+		}
+	}
+	var d appsv1.Deployment
+	if err := yaml.Unmarshal(docs["Deployment"][0], &d); err != nil {
+		t.Fatal(err)
+	}
+	o := deployedOptions(t, docs, d.Spec.Template.Spec.Containers[0], "192.0.2.10")
+	sa := d.Spec.Template.Spec.ServiceAccountName
+	if o.LeaderElection.Enabled && !leaseBound(t, docs, o.LeaderElection.Namespace, sa) {
+		t.Errorf("no Role bound to %s grants the Lease in %s, the leader election namespace", sa, o.LeaderElection.Namespace)
+	}
+}
+
+// leaseBound says whether a RoleBinding of ns binds the service account sa to a Role of ns that lets it
+// create and update Leases.
+func leaseBound(t *testing.T, docs map[string][][]byte, ns, sa string) bool {
+	t.Helper()
+	roles := map[string]bool{}
+	for _, doc := range docs["Role"] {
+		var r rbacv1.Role
+		if err := yaml.UnmarshalStrict(doc, &r); err != nil {
+			t.Fatal(err)
+		}
+		for _, rule := range r.Rules {
+			roles[r.Name] = roles[r.Name] || (r.Namespace == ns && slices.Contains(rule.Resources, "leases") &&
+				slices.Contains(rule.Verbs, "create") && slices.Contains(rule.Verbs, "update"))
+		}
+	}
+	for _, doc := range docs["RoleBinding"] {
+		var b rbacv1.RoleBinding
+		if err := yaml.UnmarshalStrict(doc, &b); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range b.Subjects {
+			if roles[b.RoleRef.Name] && b.Namespace == ns && s.Kind == "ServiceAccount" && s.Name == sa {
+				return true
+			}
+		}
+	}
+	return false
+}
