@@ -120,6 +120,9 @@ func TestShippedDeployment(t *testing.T) {
 			t.Errorf("probe %+v: want an HTTP probe on the health port", p)
 		}
 	}
+	if !slices.Contains(o.Namespaces.Exclude, d.Namespace) {
+		t.Errorf("namespaces.exclude %v leaves out %s: Raven's finalizer on its own namespace would hold that namespace's deletion after Raven is gone", o.Namespaces.Exclude, d.Namespace)
+	}
 	if o.ClusterID != "" {
 		t.Errorf("clusterID %q is shipped: two clusters that keep it share their tags and sweep each other's objects", o.ClusterID)
 	}
