@@ -120,6 +120,7 @@ func TestShippedDeployment(t *testing.T) {
 			t.Errorf("probe %+v: want an HTTP probe on the health port", p)
 		}
 	}
+	checkImage(t, c.Image, "ghcr.io/raven-net/raven")
 	if !slices.Contains(o.Namespaces.Exclude, d.Namespace) {
 		t.Errorf("namespaces.exclude %v leaves out %s: Raven's finalizer on its own namespace would hold that namespace's deletion after Raven is gone", o.Namespaces.Exclude, d.Namespace)
 	}
@@ -187,4 +188,17 @@ func leaseBound(t *testing.T, docs map[string][][]byte, ns, sa string) bool {
 		}
 	}
 	return false
+}
+
+// checkImage: the shipped image is repo at the release the VERSION file names, never :latest (which no
+// build makes, and which would move under a running cluster).
+func checkImage(t *testing.T, image, repo string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(deployDir, "..", "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := repo + ":" + strings.TrimSpace(string(raw)); image != want {
+		t.Errorf("image %q, want %q", image, want)
+	}
 }

@@ -37,6 +37,9 @@ func TestShippedDaemonSet(t *testing.T) {
 	}
 	checkMounts(t, c, o)
 	checkShippedConflist(t, o)
+	if raw, err := os.ReadFile("../../../VERSION"); err != nil || c.Image != "ghcr.io/raven-net/raven-node:"+strings.TrimSpace(string(raw)) {
+		t.Errorf("image %q (VERSION %q, %v): want raven-node at the release VERSION names, never :latest", c.Image, raw, err)
+	}
 	if p := c.LivenessProbe; o.MetricsAddr == "" || p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/livez" || p.HTTPGet.Port.StrVal != "metrics" {
 		t.Errorf("liveness probe %+v (metrics on %q): want /livez on the metrics port, or a wedged raven-node fails every ADD until someone notices", p, o.MetricsAddr)
 	}
