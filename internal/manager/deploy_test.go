@@ -103,18 +103,7 @@ func TestShippedDeployment(t *testing.T) {
 	c := spec.Containers[0]
 	const hostIP = "192.0.2.10"
 	o := deployedOptions(t, docs, c, hostIP)
-	ports := map[string]string{}
-	for _, p := range c.Ports {
-		ports[p.Name] = net.JoinHostPort(hostIP, strconv.Itoa(int(p.ContainerPort)))
-	}
-	for _, e := range []struct{ what, addr, port string }{{"metrics", o.MetricsAddr, "metrics"}, {"probes", o.HealthAddr, "health"}} {
-		if host, _, err := net.SplitHostPort(e.addr); err != nil || host != hostIP {
-			t.Errorf("%s listen on %q: want the node's address only (%s)", e.what, e.addr, hostIP)
-		}
-		if ports[e.port] != e.addr {
-			t.Errorf("%s listen on %q, but the container's port %q is %q", e.what, e.addr, e.port, ports[e.port])
-		}
-	}
+	checkListenAddrs(t, c, o, hostIP)
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
 		if p == nil || p.HTTPGet == nil || p.HTTPGet.Port.StrVal != "health" {
 			t.Errorf("probe %+v: want an HTTP probe on the health port", p)
@@ -200,5 +189,23 @@ func checkImage(t *testing.T, image, repo string) {
 	}
 	if want := repo + ":" + strings.TrimSpace(string(raw)); image != want {
 		t.Errorf("image %q, want %q", image, want)
+	}
+}
+
+// checkListenAddrs: metrics and probes listen on the node's address hostIP only, on the container's named
+// ports.
+func checkListenAddrs(t *testing.T, c corev1.Container, o config.Options, hostIP string) {
+	t.Helper()
+	ports := map[string]string{}
+	for _, p := range c.Ports {
+		ports[p.Name] = net.JoinHostPort(hostIP, strconv.Itoa(int(p.ContainerPort)))
+	}
+	for _, e := range []struct{ what, addr, port string }{{"metrics", o.MetricsAddr, "metrics"}, {"probes", o.HealthAddr, "health"}} {
+		if host, _, err := net.SplitHostPort(e.addr); err != nil || host != hostIP {
+			t.Errorf("%s listen on %q: want the node's address only (%s)", e.what, e.addr, hostIP)
+		}
+		if ports[e.port] != e.addr {
+			t.Errorf("%s listen on %q, but the container's port %q is %q", e.what, e.addr, e.port, ports[e.port])
+		}
 	}
 }
