@@ -93,14 +93,8 @@ func TestShippedDeployment(t *testing.T) {
 	if err := yaml.UnmarshalStrict(docs["Deployment"][0], &d); err != nil {
 		t.Fatalf("deploy/deployment.yaml: %v", err)
 	}
-	spec := d.Spec.Template.Spec
-	if !spec.HostNetwork || spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
-		t.Errorf("hostNetwork %v, dnsPolicy %q: Raven's own pod would wait for a Neutron port that only Raven makes", spec.HostNetwork, spec.DNSPolicy)
-	}
-	if _, ok := spec.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok {
-		t.Errorf("node selector %v: nothing keeps Raven and its cloud credentials off the workers", spec.NodeSelector)
-	}
-	c := spec.Containers[0]
+	checkPlacement(t, &d)
+	c := d.Spec.Template.Spec.Containers[0]
 	const hostIP = "192.0.2.10"
 	o := deployedOptions(t, docs, c, hostIP)
 	checkListenAddrs(t, c, o, hostIP)
@@ -207,5 +201,20 @@ func checkListenAddrs(t *testing.T, c corev1.Container, o config.Options, hostIP
 		if ports[e.port] != e.addr {
 			t.Errorf("%s listen on %q, but the container's port %q is %q", e.what, e.addr, e.port, ports[e.port])
 		}
+	}
+}
+
+// checkPlacement: in the node's network, on the control plane's nodes, rolled without a surge.
+func checkPlacement(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	spec := d.Spec.Template.Spec
+	if !spec.HostNetwork || spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("hostNetwork %v, dnsPolicy %q: Raven's own pod would wait for a Neutron port that only Raven makes", spec.HostNetwork, spec.DNSPolicy)
+	}
+	if _, ok := spec.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok {
+		t.Errorf("node selector %v: nothing keeps Raven and its cloud credentials off the workers", spec.NodeSelector)
+	}
+	if ru := d.Spec.Strategy.RollingUpdate; ru == nil || ru.MaxSurge == nil || ru.MaxSurge.IntValue() != 0 || ru.MaxUnavailable == nil || ru.MaxUnavailable.IntValue() < 1 {
+		t.Errorf("rolling update %+v: in the node's network a surge replica waits for ports its old one holds, and the rollout never ends; want maxSurge 0, maxUnavailable ≥ 1", ru)
 	}
 }

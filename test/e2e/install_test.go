@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,7 +63,25 @@ func TestInstalledFromDeploy(t *testing.T) {
 	})
 	ns := newNamespace(t)
 	ports := createServingPods(t, ns, "a", "b")
-	expectAnswer(t, podNetns(ns, "a"), "tcp", net.JoinHostPort(ports["b"].FixedIPs[0].IPAddress, "80"), "b")
+	addr := net.JoinHostPort(ports["b"].FixedIPs[0].IPAddress, "80")
+	expectAnswer(t, podNetns(ns, "a"), "tcp", addr, "b")
+
+	// Day 2: Raven and raven-node rolled as an operator rolls a new image (kubectl rollout restart replaces
+	// the pods as a new tag does), while a and b talk: one UDP flow on one source port (an established
+	// conntrack entry) and a new TCP connection every 100 ms.
+	traffic := startTraffic(t, podNetns(ns, "a"), addr, "b")
+	rolled := time.Now()
+	kubectl(t, "-n", "raven-system", "rollout", "restart", "daemonset/raven-node", "deployment/raven")
+	kubectl(t, "-n", "raven-system", "rollout", "status", "daemonset/raven-node", "--timeout=3m")
+	kubectl(t, "-n", "raven-system", "rollout", "status", "deployment/raven", "--timeout=3m")
+	t.Logf("raven-node and Raven rolled out in %.1f s", time.Since(rolled).Seconds())
+	expectAnswer(t, podNetns(ns, "a"), "tcp", addr, "b")
+	r := traffic.stop()
+	t.Logf("across the rollout: %d of %d datagrams of the established UDP flow unanswered; %d of %d new TCP connections failed, the longest stretch %.1f s",
+		r.lost, r.sent, r.failed, r.tried, r.longest.Seconds())
+	if r.lost > 0 || r.longest > time.Second {
+		t.Errorf("the rollout cost running pods their network: %d datagrams lost (want none), new connections refused for %.1f s (want at most 1 s)", r.lost, r.longest.Seconds())
+	}
 	// RBAC denials name the user; "forbidden" alone also covers events into a namespace being deleted.
 	if l := grepLines(kubectl(t, "-n", "raven-system", "logs", "deployment/raven"), "forbidden: user"); strings.Contains(l, "system:serviceaccount:raven-system:raven") {
 		t.Errorf("the installed Raven hit a forbidden call with the shipped RBAC:\n%s", l)
@@ -158,4 +177,87 @@ func inClusterConfig(t *testing.T) string {
 	s := regexp.MustCompile(`(?m)^(kubeconfig|metricsAddr|healthAddr):.*\n`).ReplaceAllString(string(raw), "")
 	s = regexp.MustCompile(`(?m)^(\s*cloudsFile:).*$`).ReplaceAllString(s, "$1 /etc/openstack/clouds.yaml")
 	return s + "leaderElection:\n  enabled: true\n  namespace: raven-system\n"
+}
+
+// traffic is a UDP flow on one socket and a stream of new TCP connections from one pod to another.
+type traffic struct {
+	halt chan struct{}
+	done sync.WaitGroup
+	r    trafficResult
+}
+
+type trafficResult struct {
+	sent, lost, tried, failed int
+	longest                   time.Duration
+}
+
+// startTraffic starts both until stop: datagrams exchanged one at a time, without pause, and a TCP probe every
+// 100 ms, each answered by want (a connection not answered within 0.5 s failed).
+func startTraffic(t *testing.T, from, addr, want string) *traffic {
+	t.Helper()
+	var conn net.Conn
+	if err := inNetns(from, func() error {
+		var err error
+		conn, err = net.Dial("udp", addr)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tr := &traffic{halt: make(chan struct{})}
+	tr.done.Add(2)
+	go func() {
+		defer tr.done.Done()
+		defer func() { _ = conn.Close() }()
+		buf := make([]byte, 64)
+		for !tr.halted() {
+			tr.r.sent++
+			_ = conn.SetDeadline(time.Now().Add(time.Second))
+			if _, err := conn.Write([]byte("hello\n")); err != nil {
+				tr.r.lost++
+				continue
+			}
+			if n, err := conn.Read(buf); err != nil || strings.TrimSpace(string(buf[:n])) != want {
+				tr.r.lost++
+			}
+		}
+	}()
+	go func() {
+		defer tr.done.Done()
+		var failingSince time.Time
+		for ; !tr.halted(); time.Sleep(100 * time.Millisecond) {
+			tr.r.tried++
+			now := time.Now()
+			if probeWithin(from, "tcp", addr, want, 500*time.Millisecond) {
+				if !failingSince.IsZero() {
+					tr.r.longest = max(tr.r.longest, now.Sub(failingSince))
+				}
+				failingSince = time.Time{}
+				continue
+			}
+			tr.r.failed++
+			if failingSince.IsZero() {
+				failingSince = now
+			}
+		}
+		if !failingSince.IsZero() {
+			tr.r.longest = max(tr.r.longest, time.Since(failingSince))
+		}
+	}()
+	return tr
+}
+
+func (tr *traffic) halted() bool {
+	select {
+	case <-tr.halt:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends both and returns what they counted.
+func (tr *traffic) stop() trafficResult {
+	close(tr.halt)
+	tr.done.Wait()
+	return tr.r
 }
