@@ -113,4 +113,8 @@ func TestDeployedConfigLoads(t *testing.T) {
 	if !o.Pools.Enabled || o.Pools.Recycle || !o.LeaderElection.Enabled {
 		t.Errorf("deployed pools %+v, leader election %v; want pools on, recycling off, leader election on", o.Pools, o.LeaderElection.Enabled)
 	}
+	// What measured best on ML2/OVN, the only Neutron whose chassis raven-node plugs pods into.
+	if !o.Pools.PerNode || o.Octavia.Provider != "ovn" {
+		t.Errorf("deployed pools.perNode %v, octavia.provider %q; want the per-node pools and the ovn provider", o.Pools.PerNode, o.Octavia.Provider)
+	}
 }
