@@ -83,8 +83,21 @@ keystone_bootstrap() {
   uid=$(kpost users '{"user":{"name":"raven","password":"secret","domain_id":"default"}}' | jq -r .user.id)
   kput "projects/$raven_pid/users/$uid/roles/$member_role"
   kput "projects/$raven_pid/users/$uid/roles/$lbm_role"
-  # Neutron's default policy lets only admins choose a floating IP's address (externalIPs, loadBalancerIP).
-  kput "projects/$raven_pid/users/$uid/roles/$admin_role"
+  if [[ $OPENSTACK == zed ]]; then
+    # Zed's Neutron lets only admins bind a port to a host (binding:host_id) and choose a floating IP's address
+    # (externalIPs, loadBalancerIP).
+    kput "projects/$raven_pid/users/$uid/roles/$admin_role"
+  else
+    # 2025.1's Neutron grants those to the service role (create_port:binding:host_id,
+    # update_port:binding:host_id) and the manager role (create_floatingip:floating_ip_address) of the
+    # project: Raven needs no admin (docs/operations.md, "Credentials").
+    local role rid
+    for role in service manager; do
+      rid=$(curl -sf -H "X-Auth-Token: $tok" "$ks/roles?name=$role" | jq -r '.roles[0].id // empty')
+      [[ -n $rid ]] || rid=$(kpost roles "{\"role\":{\"name\":\"$role\"}}" | jq -r .role.id)
+      kput "projects/$raven_pid/users/$uid/roles/$rid"
+    done
+  fi
   # An application credential of Raven's user, for the clouds.yaml entry raven-appcred.
   local rtok
   rtok=$(keystone_token "$ksport" raven secret raven)

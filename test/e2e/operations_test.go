@@ -5,9 +5,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // Raven runs as an unprivileged user bound only to the ClusterRole and the leader election Role of
@@ -210,6 +214,7 @@ func TestKeystoneAuthenticatedRun(t *testing.T) {
 	if v := r.metric(t, "raven_openstack_request_duration_seconds_count", func(l string) bool { return strings.Contains(l, "keystone") }); v < 1 {
 		t.Errorf("no Keystone token request seen (%v)", v)
 	}
+	leastPrivilege(ctx, t, vars, kube, r)
 	if v := r.metric(t, "raven_openstack_request_errors_total", func(l string) bool { return strings.Contains(l, "Unauthorized") }); v != 0 {
 		t.Errorf("%v requests were refused as unauthorized", v)
 	}
@@ -227,8 +232,90 @@ func TestKeystoneAuthenticatedRun(t *testing.T) {
 	r.stop()
 }
 
-// bindUnprivileged creates the ClusterRole under a fresh name and binds the stack's unprivileged user to
-// it, for the rest of the test.
+// leastPrivilege: on 2025.1 Raven's Keystone user holds no admin role, and still binds a pod's port to its node
+// (binding:host_id) and gives a Service the external IP it asks for (a floating IP's address), without a
+// refused request.
+func leastPrivilege(ctx context.Context, t *testing.T, vars map[string]string, kube kubernetes.Interface, r *Raven) {
+	t.Helper()
+	if vars["STACK_OPENSTACK"] == "zed" {
+		t.Log("Zed's Neutron binds ports and picks floating IP addresses for admins only: Raven's user is admin there")
+		return
+	}
+	if roles := keystoneRoles(t, vars["KEYSTONE_URL"], "raven", "raven"); slices.Contains(roles, "admin") || !slices.Contains(roles, "service") {
+		t.Fatalf("Raven's user holds %v in its project; want service (and manager), not admin", roles)
+	}
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("the keystone stack has no node to bind a port to (%v)", err)
+	}
+	pod := podSpec("bound")
+	pod.Spec.NodeName = nodes.Items[0].Name
+	if _, err := kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "fip"}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": "bound"}, ExternalIPs: []string{"172.24.4.71"},
+		Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	if _, err := kube.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the bound pod annotated and the Service's floating IP at 172.24.4.71, as a user without admin", func() (bool, error) {
+		p, err := kube.CoreV1().Pods("default").Get(ctx, "bound", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s, err := kube.CoreV1().Services("default").Get(ctx, "fip", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Annotations[annotations.PodPort] != "" && strings.Contains(s.Annotations[annotations.ServiceVIP], `"floating_ip":"172.24.4.71"`), nil
+	})
+	if v := r.metric(t, "raven_openstack_request_errors_total", func(l string) bool { return strings.Contains(l, "Forbidden") }); v != 0 {
+		t.Errorf("%v requests were refused as forbidden to Raven's user", v)
+	}
+}
+
+// keystoneRoles names the roles user holds in project, as Keystone's admin sees them.
+func keystoneRoles(t *testing.T, keystone, user, project string) []string {
+	t.Helper()
+	body := `{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"admin","domain":{"id":"default"},"password":"secret"}}},"scope":{"project":{"name":"admin","domain":{"id":"default"}}}}}`
+	resp, err := http.Post(keystone+"/auth/tokens", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	tok := resp.Header.Get("X-Subject-Token")
+	get := func(path string, into any) {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, keystone+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Auth-Token", tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var users struct{ Users []struct{ ID string } }
+	get("/users?name="+user, &users)
+	var projects struct{ Projects []struct{ ID string } }
+	get("/projects?name="+project, &projects)
+	if len(users.Users) != 1 || len(projects.Projects) != 1 {
+		t.Fatalf("Keystone has %d users %s and %d projects %s", len(users.Users), user, len(projects.Projects), project)
+	}
+	var roles struct{ Roles []struct{ Name string } }
+	get("/projects/"+projects.Projects[0].ID+"/users/"+users.Users[0].ID+"/roles", &roles)
+	var out []string
+	for _, r := range roles.Roles {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
 // bindUnprivilegedIn binds role, in its namespace (made when missing, and left), to the unprivileged user.
 func bindUnprivilegedIn(t testing.TB, role *rbacv1.Role) {
 	t.Helper()
@@ -256,6 +343,8 @@ func bindUnprivilegedIn(t testing.TB, role *rbacv1.Role) {
 	})
 }
 
+// bindUnprivileged creates the ClusterRole under a fresh name and binds the stack's unprivileged user to
+// it, for the rest of the test.
 func bindUnprivileged(t testing.TB, role *rbacv1.ClusterRole) {
 	t.Helper()
 	ctx := context.Background()
