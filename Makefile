@@ -36,9 +36,10 @@ images: ## Build the images (raven, raven-node, testserver also as nginx, pause)
 	$(GO) run ./hack/images build --bin $(IMAGE_BINS) --out $(BIN)/images --version $(VERSION) --ovs-root $(OVS_ROOT)
 
 .PHONY: run
-run: build stack-up ## Bring the local stack up (when it is not running) and run Raven against it in the foreground.
-	@. $(STACK_ENV) && echo "Raven: metrics on http://$$RAVEN_METRICS_ADDR/metrics, probes on http://$$RAVEN_HEALTH_ADDR/readyz; kubectl works after '. $(STACK_ENV)'" && \
-	  exec $(BIN)/raven --config="$$RAVEN_CONFIG" -v=2
+run: build stack-up ## Bring the local stack up (when it is not running), install Raven in its cluster from deploy/ (hack/stack.sh install-raven) and follow Raven's log.
+	@./hack/stack.sh install-raven
+	@. $(STACK_ENV) && echo "Raven runs in the cluster (kubectl -n raven-system get deployment raven, after '. $(STACK_ENV)'); its log follows" && \
+	  exec kubectl -n raven-system logs -f deployment/raven
 
 .PHONY: test
 test: lint test-unit test-e2e ## Lint, unit tests, then e2e tests on the real local stack (started and stopped by the tests when not running).

@@ -359,3 +359,81 @@ stop_nodes() {
   left=$(find /sys/fs/cgroup/*/ -maxdepth 1 -type d -name "raven-$(stack_tag)-n*" 2>/dev/null | wc -l)
   ((left == 0)) || log "WARNING: $left cgroups left (/sys/fs/cgroup/*/raven-$(stack_tag)-n*)"
 }
+
+# install_raven: Raven itself from deploy/, as an operator installs it (docs/operations.md, "Install"), through the
+# overlay in $STACK_DIR/deploy/raven of the whole of deploy/. It changes what an operator changes: the image tags,
+# raven.yaml (the stack's, read in the cluster: the Secret's clouds.yaml, leader election in raven-system), the
+# clouds.yaml Secret, one replica for the one node labelled control-plane (node-1, in the root namespace, where
+# the cloud's services listen), and the API server's address (no kube-proxy here); raven-node keeps its overlay's
+# patch. Waits until the Deployment is Available.
+install_raven() {
+  [[ -f $STACK_DIR/env ]] || die "the stack is not running (hack/stack.sh up)"
+  # shellcheck disable=SC1091
+  . "$STACK_DIR/env"
+  [[ ${STACK_NODE_RUNTIME:-} == kubelet ]] || die "Raven runs in the cluster only on real nodes (STACK_CNI=1)"
+  local o=$STACK_DIR/deploy/raven server host port
+  server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  host=${server#https://}; port=${host##*:}; host=${host%:*}
+  mkdir -p "$o"
+  cp "$STACK_DIR/deploy/node/daemonset.yaml" "$o/node.yaml"
+  cp "$OS_CLIENT_CONFIG_FILE" "$o/clouds.yaml"
+  sed -e '/^kubeconfig:/d' -e '/^metricsAddr:/d' -e '/^healthAddr:/d' \
+    -e 's|^\( *cloudsFile:\).*|\1 /etc/openstack/clouds.yaml|' "$RAVEN_CONFIG" >"$o/raven.yaml"
+  printf 'leaderElection:\n  enabled: true\n  namespace: raven-system\n' >>"$o/raven.yaml"
+  cat >"$o/kustomization.yaml" <<K
+# The local stack's overlay of deploy/: what an operator changes for this machine, nothing else.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - $(realpath --relative-to="$o" "$REPO/deploy")
+images:
+  - {name: ghcr.io/raven-net/raven, newTag: "$STACK_IMAGES_VERSION"}
+  - {name: ghcr.io/raven-net/raven-node, newTag: "$STACK_IMAGES_VERSION"}
+configMapGenerator:
+  - {name: raven-config, namespace: raven-system, behavior: replace, files: [raven.yaml]}
+secretGenerator:
+  - {name: raven-clouds, namespace: raven-system, files: [clouds.yaml]}
+generatorOptions:
+  disableNameSuffixHash: true
+patches:
+  - path: node.yaml
+  - path: deployment.yaml
+K
+  cat >"$o/deployment.yaml" <<P
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: raven
+  namespace: raven-system
+spec:
+  replicas: 1
+  template:
+    spec:
+      containers:
+        - name: raven
+          env:
+            - {name: KUBERNETES_SERVICE_HOST, value: "$host"}
+            - {name: KUBERNETES_SERVICE_PORT, value: "$port"}
+P
+  log "installing Raven from deploy/ (overlay $o, image tag $STACK_IMAGES_VERSION) on $STACK_NODE_NAME, labelled control-plane"
+  kubectl label node "$STACK_NODE_NAME" node-role.kubernetes.io/control-plane= --overwrite >/dev/null
+  kubectl apply -k "$o" >>"$STACK_DIR/logs/install.log" 2>&1 || { tail -20 "$STACK_DIR/logs/install.log" >&2; die "installing Raven failed"; }
+  kubectl -n raven-system rollout status deployment/raven --timeout=3m >&2 ||
+    die "Raven's Deployment did not become Available (kubectl -n raven-system describe deployment raven)"
+}
+
+# uninstall_raven: what install_raven made, raven-node's objects apart (deploy/node is the stack's); waits until
+# Raven's pods are gone, so that no two Ravens write.
+uninstall_raven() {
+  [[ -f $STACK_DIR/env ]] || return 0
+  # shellcheck disable=SC1091
+  . "$STACK_DIR/env"
+  local x
+  for x in deployment/raven configmap/raven-config secret/raven-clouds serviceaccount/raven \
+    role/raven-leader-election rolebinding/raven-leader-election; do
+    kubectl -n raven-system delete "$x" --ignore-not-found --wait=true --timeout=60s >/dev/null
+  done
+  kubectl delete clusterrolebinding/raven clusterrole/raven --ignore-not-found >/dev/null
+  kubectl label node "$STACK_NODE_NAME" node-role.kubernetes.io/control-plane- >/dev/null 2>&1 || true
+  kubectl -n raven-system wait --for=delete pod -l app.kubernetes.io/name=raven --timeout=60s >/dev/null 2>&1 || true
+}

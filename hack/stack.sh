@@ -11,7 +11,8 @@
 #   datapath, one on another. Without the node side (STACK_CNI=0, for the control-plane benchmark), the nodes are
 #   hollow: Node objects that kube-scheduler binds pods to and that no kubelet runs.
 #
-# Usage: hack/stack.sh up | down | status | stop-service NAME | start-service NAME
+# Usage: hack/stack.sh up | down | status | stop-service NAME | start-service NAME | install-raven | uninstall-raven
+# (install-raven: Raven from deploy/ into the running stack's cluster, as make run does; uninstall-raven: removed)
 # State lives in $STACK_DIR (default .stack/ in the repository); .stack/env is shell-sourceable.
 set -euo pipefail
 
@@ -1034,5 +1035,7 @@ case ${1:-} in
   status) status ;;
   stop-service) stop_service "$2" ;;
   start-service) start_service "$2" ;;
-  *) echo "usage: $0 up|down|status|stop-service NAME|start-service NAME" >&2; exit 2 ;;
+  install-raven) install_raven ;;
+  uninstall-raven) uninstall_raven ;;
+  *) echo "usage: $0 up|down|status|stop-service NAME|start-service NAME|install-raven|uninstall-raven" >&2; exit 2 ;;
 esac

@@ -223,10 +223,26 @@ type ravenOpts struct {
 }
 
 // startRaven stops any running Raven and starts a new one, waiting until /readyz answers 200.
+// noInstalledRaven removes a Raven that make run installed in the stack's cluster: the tests run their own,
+// and two would both write.
+func noInstalledRaven(t testing.TB) {
+	t.Helper()
+	if _, err := env.kube.AppsV1().Deployments("raven-system").Get(context.Background(), "raven", metav1.GetOptions{}); err != nil {
+		return
+	}
+	harnessLog("removing the Raven that make run installed in the cluster (hack/stack.sh uninstall-raven)")
+	if err := stackCmd("uninstall-raven"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func startRaven(t testing.TB, o ravenOpts) *Raven {
 	t.Helper()
 	if env.raven != nil && !o.second {
 		env.raven.stop()
+	}
+	if o.config == "" {
+		noInstalledRaven(t)
 	}
 	r := &Raven{metrics: freeAddr(t), health: freeAddr(t), done: make(chan error, 1)}
 	r.logPath = filepath.Join(env.repo, "bin", fmt.Sprintf("raven-e2e-%s.log", time.Now().Format("150405.000")))

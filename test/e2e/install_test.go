@@ -3,28 +3,23 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Raven installed as an operator installs it: deploy/ through an overlay that changes only what an operator
-// changes here (the image tags, the configuration, the clouds.yaml Secret, one replica for the one node
-// labelled control-plane, and where the API server is, as this machine has no kube-proxy), on a node that
-// the operator labelled control-plane. Its Deployment becomes Available with the shipped RBAC, it holds the
-// Lease in raven-system, and pods of a new namespace get ports and talk.
+// Raven installed as an operator installs it, by the command make run uses (hack/stack.sh install-raven):
+// deploy/ through an overlay that changes only what an operator changes here (the image tags, the
+// configuration, the clouds.yaml Secret, one replica for the one node labelled control-plane, and where the
+// API server is, as this machine has no kube-proxy). Its Deployment becomes Available with the shipped RBAC,
+// it holds the Lease in raven-system, pods of a new namespace get ports and talk, and they keep talking while
+// Raven and raven-node are rolled.
 func TestInstalledFromDeploy(t *testing.T) {
 	needDatapath(t)
 	if !realNodes() {
@@ -33,28 +28,16 @@ func TestInstalledFromDeploy(t *testing.T) {
 	if env.raven != nil {
 		env.raven.stop() // one writer: the installed Raven
 	}
-	node := env.vars["STACK_NODE_NAME"]
-	dir := writeLocalOverlay(t)
-	kubectl(t, "label", "node", node, "node-role.kubernetes.io/control-plane=", "--overwrite")
 	t.Cleanup(func() {
-		// What the overlay made, raven-node's objects apart (deploy/node is the stack's).
-		for _, o := range []string{"deployment/raven", "configmap/raven-config", "secret/raven-clouds", "serviceaccount/raven",
-			"role/raven-leader-election", "rolebinding/raven-leader-election"} {
-			_ = runCmd("kubectl", "--kubeconfig="+env.vars["KUBECONFIG"], "-n", "raven-system", "delete", o, "--ignore-not-found", "--wait=true", "--timeout=60s")
+		if err := stackCmd("uninstall-raven"); err != nil {
+			t.Error(err)
 		}
-		_ = runCmd("kubectl", "--kubeconfig="+env.vars["KUBECONFIG"], "delete", "clusterrolebinding/raven", "clusterrole/raven", "--ignore-not-found")
-		_ = runCmd("kubectl", "--kubeconfig="+env.vars["KUBECONFIG"], "label", "node", node, "node-role.kubernetes.io/control-plane-")
-		// The installed replica is gone before the next test starts Raven again.
-		eventually(t, time.Minute, "the installed Raven's pods to go", func() (bool, error) {
-			pods, err := env.kube.CoreV1().Pods("raven-system").List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=raven"})
-			return err == nil && len(pods.Items) == 0, err
-		})
 	})
 	applied := time.Now()
-	kubectl(t, "apply", "-k", dir)
-	kubectl(t, "-n", "raven-system", "rollout", "status", "deployment/raven", "--timeout=3m")
-	kubectl(t, "-n", "raven-system", "wait", "--for=condition=Available", "deployment/raven", "--timeout=60s")
-	t.Logf("the Deployment was Available %.1f s after kubectl apply -k", time.Since(applied).Seconds())
+	if err := stackCmd("install-raven"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the Deployment was Available %.1f s after hack/stack.sh install-raven began", time.Since(applied).Seconds())
 
 	lease := "raven-system/raven-" + env.cluster
 	eventually(t, time.Minute, "the installed Raven to take the Lease "+lease, func() (bool, error) {
@@ -88,95 +71,14 @@ func TestInstalledFromDeploy(t *testing.T) {
 	}
 }
 
-// writeLocalOverlay writes the local stack's overlay of deploy/ into a directory of the stack and returns it.
-func writeLocalOverlay(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(env.vars["STACK_DIR"], "deploy", "raven-e2e")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
+// stackCmd runs hack/stack.sh verb on the stack the tests use.
+func stackCmd(verb string) error {
+	cmd := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), verb)
+	cmd.Env = append(os.Environ(), "STACK_DIR="+env.vars["STACK_DIR"])
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("hack/stack.sh %s: %w\n%s", verb, err, out)
 	}
-	base, err := filepath.Rel(dir, filepath.Join(env.repo, "deploy"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", env.vars["KUBECONFIG"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodePatch, err := os.ReadFile(filepath.Join(env.vars["STACK_DIR"], "deploy", "node", "daemonset.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clouds, err := os.ReadFile(env.vars["OS_CLIENT_CONFIG_FILE"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{
-		"kustomization.yaml": fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - %s
-images:
-  - {name: ghcr.io/raven-net/raven, newTag: %q}
-  - {name: ghcr.io/raven-net/raven-node, newTag: %q}
-configMapGenerator:
-  - name: raven-config
-    namespace: raven-system
-    behavior: replace
-    files: [raven.yaml]
-secretGenerator:
-  - name: raven-clouds
-    namespace: raven-system
-    files: [clouds.yaml]
-generatorOptions:
-  disableNameSuffixHash: true
-patches:
-  - path: node.yaml
-  - path: raven.yaml.patch
-    target: {kind: Deployment, name: raven}
-`, base, env.vars["STACK_IMAGES_VERSION"], env.vars["STACK_IMAGES_VERSION"]),
-		"node.yaml": string(nodePatch),
-		"raven.yaml.patch": fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: raven
-  namespace: raven-system
-spec:
-  replicas: 1
-  template:
-    spec:
-      containers:
-        - name: raven
-          env:
-            - {name: KUBERNETES_SERVICE_HOST, value: %q}
-            - {name: KUBERNETES_SERVICE_PORT, value: %q}
-`, api.Hostname(), api.Port()),
-		"raven.yaml":  inClusterConfig(t),
-		"clouds.yaml": string(clouds),
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// inClusterConfig is the stack's Raven configuration as the installed Raven reads it: in-cluster Kubernetes,
-// the Secret's clouds.yaml, the Deployment's addresses, leader election in raven-system.
-func inClusterConfig(t *testing.T) string {
-	t.Helper()
-	raw, err := os.ReadFile(env.vars["RAVEN_CONFIG"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := regexp.MustCompile(`(?m)^(kubeconfig|metricsAddr|healthAddr):.*\n`).ReplaceAllString(string(raw), "")
-	s = regexp.MustCompile(`(?m)^(\s*cloudsFile:).*$`).ReplaceAllString(s, "$1 /etc/openstack/clouds.yaml")
-	return s + "leaderElection:\n  enabled: true\n  namespace: raven-system\n"
+	return nil
 }
 
 // traffic is a UDP flow on one socket and a stream of new TCP connections from one pod to another.
