@@ -138,7 +138,8 @@ func keystoneStack(t *testing.T) map[string]string {
 	dir := filepath.Join(env.repo, "bin", "keystone-stack")
 	stack := func(verb string) error {
 		cmd := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), verb)
-		cmd.Env = append(os.Environ(), "STACK_DIR="+dir, "STACK_KEYSTONE=1")
+		// The main stack's env file, when sourced, names its load balancer provider; a second stack chooses its own.
+		cmd.Env = append(os.Environ(), "STACK_DIR="+dir, "STACK_KEYSTONE=1", "STACK_LB_PROVIDER=")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("stack %s: %w\n%s", verb, err, out)

@@ -154,7 +154,7 @@ func makeCluster(t *testing.T, id string) counted {
 	lb, err := env.os.LoadBalancing.CreateLoadBalancer(ctx, openstack.LoadBalancerSpec{Name: "uninstall/svc", VipSubnetID: c.ServiceSubnet.ID,
 		VipAddress: "10.251.0.10", Provider: env.vars["STACK_LB_PROVIDER"], Tags: svc.Tags(), Listeners: []openstack.ListenerGraph{{
 			Listener: openstack.ListenerSpec{Protocol: "TCP", ProtocolPort: 80},
-			Pool:     openstack.PoolSpec{Protocol: "TCP", LBAlgorithm: "SOURCE_IP_PORT"},
+			Pool:     openstack.PoolSpec{Name: "uninstall/svc:80", Protocol: "TCP", LBAlgorithm: "SOURCE_IP_PORT"},
 			Members:  []openstack.MemberSpec{{Address: port.FixedIPs[0].IPAddress, ProtocolPort: 80, SubnetID: nn.Subnet.ID}},
 		}}})
 	if err != nil {
