@@ -21,37 +21,49 @@ import (
 )
 
 // octaviaListenerQuota sets the Octavia listener quota of Raven's project on a Keystone stack (Octavia
-// enforces no quota without Keystone); -1 removes the limit.
+// enforces no quota without Keystone) as the cloud's admin does: Raven's own user may not; -1 removes the
+// limit.
 func octaviaListenerQuota(t testing.TB, n int) {
 	t.Helper()
-	auth := `{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"raven","domain":{"name":"Default"},"password":"secret"}}},` +
-		`"scope":{"project":{"name":"raven","domain":{"name":"Default"}}}}}`
+	auth := `{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"admin","domain":{"name":"Default"},"password":"secret"}}},` +
+		`"scope":{"project":{"name":"admin","domain":{"name":"Default"}}}}}`
 	resp, err := http.Post(env.vars["KEYSTONE_URL"]+"/auth/tokens", "application/json", strings.NewReader(auth))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var token struct {
-		Token struct {
-			Project struct {
-				ID string `json:"id"`
-			} `json:"project"`
-		} `json:"token"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&token)
 	_ = resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("Keystone token: %s %v", resp.Status, err)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("Keystone token: %s", resp.Status)
+	}
+	token := resp.Header.Get("X-Subject-Token")
+	req, err := http.NewRequest(http.MethodGet, env.vars["KEYSTONE_URL"]+"/projects?name=raven", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Auth-Token", token)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	var projects struct {
+		Projects []struct {
+			ID string `json:"id"`
+		} `json:"projects"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&projects)
+	_ = resp.Body.Close()
+	if err != nil || len(projects.Projects) != 1 {
+		t.Fatalf("Raven's project in Keystone: %s, %d found, %v", resp.Status, len(projects.Projects), err)
 	}
 	method, body := http.MethodPut, fmt.Sprintf(`{"quota":{"listener":%d}}`, n)
 	if n < 0 {
 		method, body = http.MethodDelete, ""
 	}
-	req, err := http.NewRequest(method, env.vars["OCTAVIA_URL"]+"/v2/lbaas/quotas/"+token.Token.Project.ID, strings.NewReader(body))
+	req, err = http.NewRequest(method, env.vars["OCTAVIA_URL"]+"/v2/lbaas/quotas/"+projects.Projects[0].ID, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Auth-Token", resp.Header.Get("X-Subject-Token"))
+	req.Header.Set("X-Auth-Token", token)
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
