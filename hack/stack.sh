@@ -754,8 +754,8 @@ choose_lb_provider() {
   case $LB_PROVIDER in
     amphora) ;;
     ovn)
-      [[ -z $CHASSIS_NS ]] || die "STACK_LB_PROVIDER=ovn needs the root namespace's datapath, which another stack holds"
-      [[ $1 == noauth ]] || die "STACK_LB_PROVIDER=ovn runs without Keystone only (STACK_KEYSTONE=0)"
+      [[ -z $CHASSIS_NS ]] || die "STACK_LB_PROVIDER=ovn needs the root namespace's datapath, which another stack holds (hack/stack.sh down removes what this attempt made)"
+      [[ $1 == noauth ]] || die "STACK_LB_PROVIDER=ovn runs without Keystone only (STACK_KEYSTONE=0; hack/stack.sh down removes what this attempt made)"
       ;;
     *) die "STACK_LB_PROVIDER=$LB_PROVIDER: use ovn or amphora" ;;
   esac

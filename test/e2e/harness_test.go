@@ -146,10 +146,11 @@ func keystoneStack(t *testing.T) map[string]string {
 		}
 		return nil
 	}
+	// Down also after a failed up: what the attempt started and the network namespaces it made are recorded.
+	t.Cleanup(func() { _ = stack("down") })
 	if err := stack("up"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = stack("down") })
 	vars, err := readEnv(filepath.Join(dir, "env"))
 	if err != nil {
 		t.Fatal(err)
