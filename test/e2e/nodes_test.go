@@ -319,7 +319,12 @@ func cniAfterTheDaemonWasDown(t *testing.T) {
 	stayAddr := net.JoinHostPort(stay.FixedIPs[0].IPAddress, "80")
 
 	stopStackService(t, "raven-node")
-	if _, err := env.kube.CoreV1().Pods(nsName).Create(ctx, servingPod("late"), metav1.CreateOptions{}); err != nil {
+	// Bound to the node at once: once the kubelet reports the network not ready, the node is tainted not-ready and
+	// the scheduler keeps a new pod off it (a CI run saw the pod unschedulable for the whole wait); what is
+	// tested here is the kubelet's part.
+	latePod := servingPod("late")
+	latePod.Spec.NodeName = env.vars["STACK_NODE_NAME"]
+	if _, err := env.kube.CoreV1().Pods(nsName).Create(ctx, latePod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "the kubelet to hold the late pod back for its network", func() (bool, error) {
