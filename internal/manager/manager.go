@@ -40,15 +40,8 @@ import (
 // Run connects to both APIs and runs Raven until ctx ends.
 func Run(ctx context.Context, o config.Options) error {
 	log := klog.FromContext(ctx)
-	restCfg, err := restConfig(o.Kubeconfig)
+	restCfg, _, err := connect(ctx, &o)
 	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return err
-	}
-	if o.ClusterID, err = clusterID(ctx, kube.CoreV1().Namespaces(), o.ClusterID); err != nil {
 		return err
 	}
 	m := metrics.New(nil)
@@ -234,6 +227,23 @@ func addSweeperAndChecks(mgr ctrl.Manager, sweeper *orphan.Sweeper, clients *ope
 		return err
 	}
 	return nil
+}
+
+// connect builds the Kubernetes client configuration and a clientset, and settles o.ClusterID (the kube-system
+// namespace's UID when none is configured).
+func connect(ctx context.Context, o *config.Options) (*rest.Config, kubernetes.Interface, error) {
+	restCfg, err := restConfig(o.Kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.ClusterID, err = clusterID(ctx, kube.CoreV1().Namespaces(), o.ClusterID); err != nil {
+		return nil, nil, err
+	}
+	return restCfg, kube, nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

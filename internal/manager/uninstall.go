@@ -20,15 +20,8 @@ import (
 // with the cluster's tag. It refuses while a Raven holds the cluster's Lease.
 func Uninstall(ctx context.Context, o config.Options, dryRun bool, timeout time.Duration) error {
 	log := klog.FromContext(ctx)
-	restCfg, err := restConfig(o.Kubeconfig)
+	_, kube, err := connect(ctx, &o)
 	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return err
-	}
-	if o.ClusterID, err = clusterID(ctx, kube.CoreV1().Namespaces(), o.ClusterID); err != nil {
 		return err
 	}
 	if err := notRunning(ctx, kube, o, time.Now()); err != nil {
