@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -46,11 +44,7 @@ func switchStackService(verb, name string) error {
 	if realNodes() && name == "raven-node" {
 		return ravenNodes(verb == "start-service")
 	}
-	out, err := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), verb, name).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("stack %s %s: %w\n%s", verb, name, err, out)
-	}
-	return nil
+	return stackCmd(env.vars["STACK_DIR"], nil, verb, name)
 }
 
 func report(t testing.TB, format string, args ...any) {

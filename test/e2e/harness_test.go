@@ -136,15 +136,9 @@ func useStack(t *testing.T, vars map[string]string) {
 func keystoneStack(t *testing.T) map[string]string {
 	t.Helper()
 	dir := filepath.Join(env.repo, "bin", "keystone-stack")
+	// The main stack's env file, when sourced, names its load balancer provider; a second stack chooses its own.
 	stack := func(verb string) error {
-		cmd := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), verb)
-		// The main stack's env file, when sourced, names its load balancer provider; a second stack chooses its own.
-		cmd.Env = append(os.Environ(), "STACK_DIR="+dir, "STACK_KEYSTONE=1", "STACK_LB_PROVIDER=")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("stack %s: %w\n%s", verb, err, out)
-		}
-		return nil
+		return stackCmd(dir, []string{"STACK_KEYSTONE=1", "STACK_LB_PROVIDER="}, verb)
 	}
 	// Down also after a failed up: what the attempt started and the network namespaces it made are recorded.
 	t.Cleanup(func() { _ = stack("down") })
@@ -156,6 +150,16 @@ func keystoneStack(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	return vars
+}
+
+// stackCmd runs hack/stack.sh with args on the stack in dir, with extra environment variables.
+func stackCmd(dir string, extra []string, args ...string) error {
+	cmd := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), args...)
+	cmd.Env = append(append(os.Environ(), "STACK_DIR="+dir), extra...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("hack/stack.sh %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
 }
 
 func harnessLog(format string, args ...any) {
@@ -233,7 +237,7 @@ func noInstalledRaven(t testing.TB) {
 		return
 	}
 	harnessLog("removing the Raven that make run installed in the cluster (hack/stack.sh uninstall-raven)")
-	if err := stackCmd("uninstall-raven"); err != nil {
+	if err := stackCmd(env.vars["STACK_DIR"], nil, "uninstall-raven"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -29,12 +26,12 @@ func TestInstalledFromDeploy(t *testing.T) {
 		env.raven.stop() // one writer: the installed Raven
 	}
 	t.Cleanup(func() {
-		if err := stackCmd("uninstall-raven"); err != nil {
+		if err := stackCmd(env.vars["STACK_DIR"], nil, "uninstall-raven"); err != nil {
 			t.Error(err)
 		}
 	})
 	applied := time.Now()
-	if err := stackCmd("install-raven"); err != nil {
+	if err := stackCmd(env.vars["STACK_DIR"], nil, "install-raven"); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("the Deployment was Available %.1f s after hack/stack.sh install-raven began", time.Since(applied).Seconds())
@@ -69,16 +66,6 @@ func TestInstalledFromDeploy(t *testing.T) {
 	if l := grepLines(kubectl(t, "-n", "raven-system", "logs", "deployment/raven"), "forbidden: user"); strings.Contains(l, "system:serviceaccount:raven-system:raven") {
 		t.Errorf("the installed Raven hit a forbidden call with the shipped RBAC:\n%s", l)
 	}
-}
-
-// stackCmd runs hack/stack.sh verb on the stack the tests use.
-func stackCmd(verb string) error {
-	cmd := exec.Command(filepath.Join(env.repo, "hack/stack.sh"), verb)
-	cmd.Env = append(os.Environ(), "STACK_DIR="+env.vars["STACK_DIR"])
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("hack/stack.sh %s: %w\n%s", verb, err, out)
-	}
-	return nil
 }
 
 // traffic is a UDP flow on one socket and a stream of new TCP connections from one pod to another.
