@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -25,46 +24,27 @@ import (
 // limit.
 func octaviaListenerQuota(t testing.TB, n int) {
 	t.Helper()
-	auth := `{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"admin","domain":{"name":"Default"},"password":"secret"}}},` +
-		`"scope":{"project":{"name":"admin","domain":{"name":"Default"}}}}}`
-	resp, err := http.Post(env.vars["KEYSTONE_URL"]+"/auth/tokens", "application/json", strings.NewReader(auth))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("Keystone token: %s", resp.Status)
-	}
-	token := resp.Header.Get("X-Subject-Token")
-	req, err := http.NewRequest(http.MethodGet, env.vars["KEYSTONE_URL"]+"/projects?name=raven", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-Auth-Token", token)
-	if resp, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
+	token := keystoneAdminToken(t, env.vars["KEYSTONE_URL"])
 	var projects struct {
 		Projects []struct {
 			ID string `json:"id"`
 		} `json:"projects"`
 	}
-	err = json.NewDecoder(resp.Body).Decode(&projects)
-	_ = resp.Body.Close()
-	if err != nil || len(projects.Projects) != 1 {
-		t.Fatalf("Raven's project in Keystone: %s, %d found, %v", resp.Status, len(projects.Projects), err)
+	keystoneGet(t, env.vars["KEYSTONE_URL"], token, "/projects?name=raven", &projects)
+	if len(projects.Projects) != 1 {
+		t.Fatalf("Raven's project in Keystone: %d found", len(projects.Projects))
 	}
 	method, body := http.MethodPut, fmt.Sprintf(`{"quota":{"listener":%d}}`, n)
 	if n < 0 {
 		method, body = http.MethodDelete, ""
 	}
-	req, err = http.NewRequest(method, env.vars["OCTAVIA_URL"]+"/v2/lbaas/quotas/"+projects.Projects[0].ID, strings.NewReader(body))
+	req, err := http.NewRequest(method, env.vars["OCTAVIA_URL"]+"/v2/lbaas/quotas/"+projects.Projects[0].ID, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Auth-Token", token)
-	resp, err = http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -49,7 +48,7 @@ func TestInstalledFromDeploy(t *testing.T) {
 	// Day 2: Raven and raven-node rolled as an operator rolls a new image (kubectl rollout restart replaces
 	// the pods as a new tag does), while a and b talk: one UDP flow on one source port (an established
 	// conntrack entry) and a new TCP connection every 100 ms.
-	traffic := startTraffic(t, podNetns(ns, "a"), addr, "b")
+	traffic := startTraffic(t, podNetns(ns, "a"), addr, "b", true)
 	rolled := time.Now()
 	kubectl(t, "-n", "raven-system", "rollout", "restart", "daemonset/raven-node", "deployment/raven")
 	kubectl(t, "-n", "raven-system", "rollout", "status", "daemonset/raven-node", "--timeout=3m")
@@ -66,87 +65,4 @@ func TestInstalledFromDeploy(t *testing.T) {
 	if l := grepLines(kubectl(t, "-n", "raven-system", "logs", "deployment/raven"), "forbidden: user"); strings.Contains(l, "system:serviceaccount:raven-system:raven") {
 		t.Errorf("the installed Raven hit a forbidden call with the shipped RBAC:\n%s", l)
 	}
-}
-
-// traffic is a UDP flow on one socket and a stream of new TCP connections from one pod to another.
-type traffic struct {
-	halt chan struct{}
-	done sync.WaitGroup
-	r    trafficResult
-}
-
-type trafficResult struct {
-	sent, lost, tried, failed int
-	longest                   time.Duration
-}
-
-// startTraffic starts both until stop: datagrams exchanged one at a time, without pause, and a TCP probe every
-// 100 ms, each answered by want (a connection not answered within 0.5 s failed).
-func startTraffic(t *testing.T, from, addr, want string) *traffic {
-	t.Helper()
-	var conn net.Conn
-	if err := inNetns(from, func() error {
-		var err error
-		conn, err = net.Dial("udp", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	tr := &traffic{halt: make(chan struct{})}
-	tr.done.Add(2)
-	go func() {
-		defer tr.done.Done()
-		defer func() { _ = conn.Close() }()
-		buf := make([]byte, 64)
-		for !tr.halted() {
-			tr.r.sent++
-			_ = conn.SetDeadline(time.Now().Add(time.Second))
-			if _, err := conn.Write([]byte("hello\n")); err != nil {
-				tr.r.lost++
-				continue
-			}
-			if n, err := conn.Read(buf); err != nil || strings.TrimSpace(string(buf[:n])) != want {
-				tr.r.lost++
-			}
-		}
-	}()
-	go func() {
-		defer tr.done.Done()
-		var failingSince time.Time
-		for ; !tr.halted(); time.Sleep(100 * time.Millisecond) {
-			tr.r.tried++
-			now := time.Now()
-			if probeWithin(from, "tcp", addr, want, 500*time.Millisecond) {
-				if !failingSince.IsZero() {
-					tr.r.longest = max(tr.r.longest, now.Sub(failingSince))
-				}
-				failingSince = time.Time{}
-				continue
-			}
-			tr.r.failed++
-			if failingSince.IsZero() {
-				failingSince = now
-			}
-		}
-		if !failingSince.IsZero() {
-			tr.r.longest = max(tr.r.longest, time.Since(failingSince))
-		}
-	}()
-	return tr
-}
-
-func (tr *traffic) halted() bool {
-	select {
-	case <-tr.halt:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop ends both and returns what they counted.
-func (tr *traffic) stop() trafficResult {
-	close(tr.halt)
-	tr.done.Wait()
-	return tr.r
 }

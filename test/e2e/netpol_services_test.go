@@ -6,6 +6,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,38 +141,9 @@ func TestAPolicyChangeKeepsTrafficItDoesNotConcern(t *testing.T) {
 	ports := createServingPods(t, ns, "a", "b", "c")
 	addr := net.JoinHostPort(ports["b"].FixedIPs[0].IPAddress, "80")
 	expectAnswer(t, podNetns(ns, "a"), "udp", addr, "b")
-	var conn net.Conn
-	if err := inNetns(podNetns(ns, "a"), func() error {
-		var err error
-		conn, err = net.Dial("udp", addr) // one source port: one conntrack entry for the whole test
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
-	// a → b exchanges one datagram at a time, without pause, until the policy has come and gone.
-	var sent, lost int
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 64)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			sent++
-			_ = conn.SetDeadline(time.Now().Add(time.Second))
-			if _, err := conn.Write([]byte("hello\n")); err != nil {
-				lost++
-				continue
-			}
-			if n, err := conn.Read(buf); err != nil || strings.TrimSpace(string(buf[:n])) != "b" {
-				lost++
-			}
-		}
-	}()
+	// a → b exchanges one datagram at a time, without pause, on one source port (one conntrack entry for the
+	// whole test), until the policy has come and gone.
+	flow := startTraffic(t, podNetns(ns, "a"), addr, "b", false)
 	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "isolate-c"}, Spec: networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "c"}},
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
@@ -189,10 +161,104 @@ func TestAPolicyChangeKeepsTrafficItDoesNotConcern(t *testing.T) {
 	eventually(t, time.Minute, "c open again", func() (bool, error) {
 		return probe(podNetns(ns, "a"), "tcp", cAddr, "c"), nil
 	})
-	close(stop)
-	<-done
-	t.Logf("%d datagrams of a → b across the policy's creation and deletion, %d unanswered", sent, lost)
-	if lost > 0 {
-		t.Fatalf("%d of %d datagrams between two pods no policy selects went unanswered across a policy change that concerns neither", lost, sent)
+	r := flow.stop()
+	t.Logf("%d datagrams of a → b across the policy's creation and deletion, %d unanswered", r.sent, r.lost)
+	if r.lost > 0 {
+		t.Fatalf("%d of %d datagrams between two pods no policy selects went unanswered across a policy change that concerns neither", r.lost, r.sent)
 	}
+}
+
+// traffic is a UDP flow on one socket from one pod to another and, when asked for, a stream of new TCP
+// connections beside it.
+type traffic struct {
+	halt chan struct{}
+	done sync.WaitGroup
+	r    trafficResult
+}
+
+type trafficResult struct {
+	sent, lost, tried, failed int
+	longest                   time.Duration
+}
+
+// startTraffic starts, until stop, datagrams exchanged one at a time without pause on one socket (one conntrack
+// entry) and, with tcp, a TCP probe every 100 ms; each is to be answered by want (a connection not answered
+// within 0.5 s failed).
+func startTraffic(t *testing.T, from, addr, want string, tcp bool) *traffic {
+	t.Helper()
+	var conn net.Conn
+	if err := inNetns(from, func() error {
+		var err error
+		conn, err = net.Dial("udp", addr)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tr := &traffic{halt: make(chan struct{})}
+	tr.done.Add(1)
+	go tr.exchange(conn, want)
+	if tcp {
+		tr.done.Add(1)
+		go tr.connect(from, addr, want)
+	}
+	return tr
+}
+
+// exchange counts the datagrams sent on conn and those not answered by want within a second.
+func (tr *traffic) exchange(conn net.Conn, want string) {
+	defer tr.done.Done()
+	defer func() { _ = conn.Close() }()
+	buf := make([]byte, 64)
+	for !tr.halted() {
+		tr.r.sent++
+		_ = conn.SetDeadline(time.Now().Add(time.Second))
+		if _, err := conn.Write([]byte("hello\n")); err != nil {
+			tr.r.lost++
+			continue
+		}
+		if n, err := conn.Read(buf); err != nil || strings.TrimSpace(string(buf[:n])) != want {
+			tr.r.lost++
+		}
+	}
+}
+
+// connect counts the new TCP connections tried and failed, and the longest stretch from a failed one's start
+// to the next that was answered.
+func (tr *traffic) connect(from, addr, want string) {
+	defer tr.done.Done()
+	var failingSince time.Time
+	for ; !tr.halted(); time.Sleep(100 * time.Millisecond) {
+		tr.r.tried++
+		now := time.Now()
+		if probeWithin(from, "tcp", addr, want, 500*time.Millisecond) {
+			if !failingSince.IsZero() {
+				tr.r.longest = max(tr.r.longest, now.Sub(failingSince))
+			}
+			failingSince = time.Time{}
+			continue
+		}
+		tr.r.failed++
+		if failingSince.IsZero() {
+			failingSince = now
+		}
+	}
+	if !failingSince.IsZero() {
+		tr.r.longest = max(tr.r.longest, time.Since(failingSince))
+	}
+}
+
+func (tr *traffic) halted() bool {
+	select {
+	case <-tr.halt:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the traffic and returns what it counted.
+func (tr *traffic) stop() trafficResult {
+	close(tr.halt)
+	tr.done.Wait()
+	return tr.r
 }

@@ -278,42 +278,54 @@ func leastPrivilege(ctx context.Context, t *testing.T, vars map[string]string, k
 // keystoneRoles names the roles user holds in project, as Keystone's admin sees them.
 func keystoneRoles(t *testing.T, keystone, user, project string) []string {
 	t.Helper()
+	tok := keystoneAdminToken(t, keystone)
+	var users struct{ Users []struct{ ID string } }
+	keystoneGet(t, keystone, tok, "/users?name="+user, &users)
+	var projects struct{ Projects []struct{ ID string } }
+	keystoneGet(t, keystone, tok, "/projects?name="+project, &projects)
+	if len(users.Users) != 1 || len(projects.Projects) != 1 {
+		t.Fatalf("Keystone has %d users %s and %d projects %s", len(users.Users), user, len(projects.Projects), project)
+	}
+	var roles struct{ Roles []struct{ Name string } }
+	keystoneGet(t, keystone, tok, "/projects/"+projects.Projects[0].ID+"/users/"+users.Users[0].ID+"/roles", &roles)
+	var out []string
+	for _, r := range roles.Roles {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// keystoneAdminToken is a token of the Keystone stack's admin, scoped to the admin project.
+func keystoneAdminToken(t testing.TB, keystone string) string {
+	t.Helper()
 	body := `{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"admin","domain":{"id":"default"},"password":"secret"}}},"scope":{"project":{"name":"admin","domain":{"id":"default"}}}}}`
 	resp, err := http.Post(keystone+"/auth/tokens", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	tok := resp.Header.Get("X-Subject-Token")
-	get := func(path string, into any) {
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, keystone+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("X-Auth-Token", tok)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
-			t.Fatal(err)
-		}
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("Keystone admin token: %s", resp.Status)
 	}
-	var users struct{ Users []struct{ ID string } }
-	get("/users?name="+user, &users)
-	var projects struct{ Projects []struct{ ID string } }
-	get("/projects?name="+project, &projects)
-	if len(users.Users) != 1 || len(projects.Projects) != 1 {
-		t.Fatalf("Keystone has %d users %s and %d projects %s", len(users.Users), user, len(projects.Projects), project)
+	return resp.Header.Get("X-Subject-Token")
+}
+
+// keystoneGet decodes Keystone's JSON answer to a GET of path with token into into.
+func keystoneGet(t testing.TB, keystone, token, path string, into any) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, keystone+path, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var roles struct{ Roles []struct{ Name string } }
-	get("/projects/"+projects.Projects[0].ID+"/users/"+users.Users[0].ID+"/roles", &roles)
-	var out []string
-	for _, r := range roles.Roles {
-		out = append(out, r.Name)
+	req.Header.Set("X-Auth-Token", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	defer func() { _ = resp.Body.Close() }()
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		t.Fatalf("Keystone GET %s: %s: %v", path, resp.Status, err)
+	}
 }
 
 // bindUnprivilegedIn binds role, in its namespace (made when missing, and left), to the unprivileged user.
