@@ -360,26 +360,24 @@ stop_nodes() {
   ((left == 0)) || log "WARNING: $left cgroups left (/sys/fs/cgroup/*/raven-$(stack_tag)-n*)"
 }
 
-# install_raven: Raven itself from deploy/, as an operator installs it (docs/operations.md, "Install"), through the
-# overlay in $STACK_DIR/deploy/raven of the whole of deploy/. It changes what an operator changes: the image tags,
-# raven.yaml (the stack's, read in the cluster: the Secret's clouds.yaml, leader election in raven-system), the
-# clouds.yaml Secret, one replica for the one node labelled control-plane (node-1, in the root namespace, where
-# the cloud's services listen), and the API server's address (no kube-proxy here); raven-node keeps its overlay's
-# patch. Waits until the Deployment is Available.
-install_raven() {
-  [[ -f $STACK_DIR/env ]] || die "the stack is not running (hack/stack.sh up)"
-  # shellcheck disable=SC1091
-  . "$STACK_DIR/env"
-  [[ ${STACK_NODE_RUNTIME:-} == kubelet ]] || die "Raven runs in the cluster only on real nodes (STACK_CNI=1)"
-  local o=$STACK_DIR/deploy/raven server host port
+# raven_overlay DIR: writes into DIR the local stack's overlay of the whole of deploy/, the one an operator
+# writes for a cluster (docs/operations.md, "Install"). It changes what an operator changes: the image tags,
+# raven.yaml (the stack's, read in the cluster: the Secret's clouds.yaml, leader election in raven-system), one
+# replica for the one node labelled control-plane (node-1; both nodes' kubelets are in the root namespace, where
+# the cloud's services listen), a toleration of the second node's taint, and the API server's address (no
+# kube-proxy here); raven-node keeps its overlay's patch.
+# RAVEN_INSTALL_CONFIG names another raven.yaml to start from than the stack's (the e2e suite's, with short resync
+# and grace periods). The clouds.yaml Secret is not in it: the operator makes that (install_raven does).
+raven_overlay() {
+  local o=$1 server host port
   server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
   host=${server#https://}; port=${host##*:}; host=${host%:*}
   mkdir -p "$o"
   cp "$STACK_DIR/deploy/node/daemonset.yaml" "$o/node.yaml"
-  cp "$OS_CLIENT_CONFIG_FILE" "$o/clouds.yaml"
   sed -e '/^kubeconfig:/d' -e '/^metricsAddr:/d' -e '/^healthAddr:/d' \
-    -e 's|^\( *cloudsFile:\).*|\1 /etc/openstack/clouds.yaml|' "$RAVEN_CONFIG" >"$o/raven.yaml"
-  printf 'leaderElection:\n  enabled: true\n  namespace: raven-system\n' >>"$o/raven.yaml"
+    -e 's|^\( *cloudsFile:\).*|\1 /etc/openstack/clouds.yaml|' "${RAVEN_INSTALL_CONFIG:-$RAVEN_CONFIG}" >"$o/raven.yaml"
+  grep -q '^leaderElection:' "$o/raven.yaml" ||
+    printf 'leaderElection:\n  enabled: true\n  namespace: raven-system\n' >>"$o/raven.yaml"
   cat >"$o/kustomization.yaml" <<K
 # The local stack's overlay of deploy/: what an operator changes for this machine, nothing else.
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -391,8 +389,6 @@ images:
   - {name: ghcr.io/raven-net/raven-node, newTag: "$STACK_IMAGES_VERSION"}
 configMapGenerator:
   - {name: raven-config, namespace: raven-system, behavior: replace, files: [raven.yaml]}
-secretGenerator:
-  - {name: raven-clouds, namespace: raven-system, files: [clouds.yaml]}
 generatorOptions:
   disableNameSuffixHash: true
 patches:
@@ -414,10 +410,37 @@ spec:
           env:
             - {name: KUBERNETES_SERVICE_HOST, value: "$host"}
             - {name: KUBERNETES_SERVICE_PORT, value: "$port"}
+      # The base's toleration, and the stack's taint of its second node, where a second replica may run once
+      # that node is labelled control-plane too (the failover test).
+      tolerations:
+        - {key: node-role.kubernetes.io/control-plane, effect: NoSchedule}
+        - {key: raven.io/second-node, effect: NoSchedule}
 P
+}
+
+# install_raven: Raven itself from deploy/, as an operator installs it (docs/operations.md, "Install"): the
+# clouds.yaml Secret from the stack's clouds.yaml, then the overlay raven_overlay writes in $STACK_DIR/deploy/raven.
+# Applied again with a changed raven.yaml, it rolls Raven's pods, as docs/operations.md tells an operator to.
+# Waits until the Deployment is Available.
+install_raven() {
+  [[ -f $STACK_DIR/env ]] || die "the stack is not running (hack/stack.sh up)"
+  # shellcheck disable=SC1091
+  . "$STACK_DIR/env"
+  [[ ${STACK_NODE_RUNTIME:-} == kubelet ]] || die "Raven runs in the cluster only on real nodes (STACK_CNI=1)"
+  local o=$STACK_DIR/deploy/raven before after
+  raven_overlay "$o"
   log "installing Raven from deploy/ (overlay $o, image tag $STACK_IMAGES_VERSION) on $STACK_NODE_NAME, labelled control-plane"
   kubectl label node "$STACK_NODE_NAME" node-role.kubernetes.io/control-plane= --overwrite >/dev/null
+  kubectl get namespace raven-system >/dev/null 2>&1 || kubectl create namespace raven-system >/dev/null
+  kubectl -n raven-system create secret generic raven-clouds --from-file=clouds.yaml="$OS_CLIENT_CONFIG_FILE" \
+    --dry-run=client -o yaml | kubectl apply -f - >>"$STACK_DIR/logs/install.log"
+  before=$(kubectl -n raven-system get configmap raven-config -o jsonpath='{.data.raven\.yaml}' 2>/dev/null || true)
   kubectl apply -k "$o" >>"$STACK_DIR/logs/install.log" 2>&1 || { tail -20 "$STACK_DIR/logs/install.log" >&2; die "installing Raven failed"; }
+  after=$(kubectl -n raven-system get configmap raven-config -o jsonpath='{.data.raven\.yaml}')
+  if [[ -n $before && $before != "$after" && $(kubectl -n raven-system get deployment raven -o jsonpath='{.spec.replicas}') != 0 ]]; then
+    log "raven.yaml changed: rolling Raven's pods (kubectl -n raven-system rollout restart deployment/raven)"
+    kubectl -n raven-system rollout restart deployment/raven >/dev/null
+  fi
   kubectl -n raven-system rollout status deployment/raven --timeout=3m >&2 ||
     die "Raven's Deployment did not become Available (kubectl -n raven-system describe deployment raven)"
 }

@@ -12,7 +12,9 @@
 #   hollow: Node objects that kube-scheduler binds pods to and that no kubelet runs.
 #
 # Usage: hack/stack.sh up | down | status | stop-service NAME | start-service NAME | install-raven | uninstall-raven
-# (install-raven: Raven from deploy/ into the running stack's cluster, as make run does; uninstall-raven: removed)
+#        | raven-overlay DIR
+# (install-raven: Raven from deploy/ into the running stack's cluster, as make run does; uninstall-raven: removed;
+# raven-overlay: writes the stack's overlay of deploy/ into DIR, for an install by hand as docs/operations.md has it)
 # State lives in $STACK_DIR (default .stack/ in the repository); .stack/env is shell-sourceable.
 set -euo pipefail
 
@@ -956,6 +958,10 @@ neutron:
   # ML2/OVN lists no extension alias it does not know, but the tag_ports_during_bulk_creation extension
   # driver is configured here: tags go into port creates.
   tagPortsOnCreate: "true"
+# As the shipped config: raven-system's pods are in the nodes' network, and a network there would hold the
+# namespace's deletion on Raven's finalizer once Raven is gone.
+namespaces:
+  exclude: [kube-node-lease, raven-system]
 octavia:
   provider: $LB_PROVIDER
 $( [[ $OPENSTACK == zed ]] && printf '  # ovn-octavia-provider 3.0.0 (docs/operations.md, "OpenStack versions tested")\n  deleteMembersFirst: true\n')
@@ -1037,5 +1043,11 @@ case ${1:-} in
   start-service) start_service "$2" ;;
   install-raven) install_raven ;;
   uninstall-raven) uninstall_raven ;;
-  *) echo "usage: $0 up|down|status|stop-service NAME|start-service NAME|install-raven|uninstall-raven" >&2; exit 2 ;;
+  raven-overlay)
+    [[ -n ${2:-} && -f $STACK_DIR/env ]] || die "usage: $0 raven-overlay DIR, with the stack running"
+    # shellcheck disable=SC1091
+    . "$STACK_DIR/env"
+    raven_overlay "$2"
+    ;;
+  *) echo "usage: $0 up|down|status|stop-service NAME|start-service NAME|install-raven|uninstall-raven|raven-overlay DIR" >&2; exit 2 ;;
 esac

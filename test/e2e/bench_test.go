@@ -253,6 +253,7 @@ func benchNamespace(t *testing.T, name string) string {
 func benchRaven(o ravenOpts) ravenOpts {
 	d := config.Default()
 	o.resync, o.orphanGrace = d.ResyncPeriod.Duration, d.OrphanGracePeriod.Duration
+	o.process = true
 	return o
 }
 

@@ -206,12 +206,16 @@ func randSuffix() string {
 	return hex.EncodeToString(b)
 }
 
-// Raven is a Raven process started by a test.
+// Raven is the Raven a test runs: the Deployment installed from deploy/ (installed_test.go), or a process
+// the test started beside the stack.
 type Raven struct {
-	cmd             *exec.Cmd
 	metrics, health string
-	logPath         string
-	done            chan error
+	installed       bool
+	node            string // an installed Raven's node
+	// a process
+	cmd     *exec.Cmd
+	logPath string
+	done    chan error
 }
 
 // ravenOpts change how Raven is started.
@@ -222,33 +226,47 @@ type ravenOpts struct {
 	second bool
 	// config replaces the stack's Raven configuration file.
 	config string
-	// resync and orphanGrace, when set, replace the harness's short --resync-period=5s and
-	// --orphan-grace-period=2s (which let tests see repairs and sweeps quickly); the benchmark passes the
-	// shipped defaults.
+	// resync and orphanGrace, when set, replace the harness's short resync period of 5s and orphan grace
+	// period of 2s (which let tests see repairs and sweeps quickly); the benchmark passes the shipped defaults.
 	resync, orphanGrace time.Duration
+	// process runs Raven as a process beside the stack even where the installed one could run: the
+	// benchmarks, which measure the same binary on every stack.
+	process bool
 }
 
-// startRaven stops any running Raven and starts a new one, waiting until /readyz answers 200.
-// noInstalledRaven removes a Raven that make run installed in the stack's cluster: the tests run their own,
-// and two would both write.
-func noInstalledRaven(t testing.TB) {
-	t.Helper()
-	if _, err := env.kube.AppsV1().Deployments("raven-system").Get(context.Background(), "raven", metav1.GetOptions{}); err != nil {
-		return
+// periods are the resync and orphan grace periods a Raven with these options gets.
+func (o ravenOpts) periods() (resync, grace time.Duration) {
+	resync, grace = 5*time.Second, 2*time.Second
+	if o.resync > 0 {
+		resync = o.resync
 	}
-	harnessLog("removing the Raven that make run installed in the cluster (hack/stack.sh uninstall-raven)")
-	if err := stackCmd(env.vars["STACK_DIR"], nil, "uninstall-raven"); err != nil {
-		t.Fatal(err)
+	if o.orphanGrace > 0 {
+		grace = o.orphanGrace
 	}
+	return resync, grace
 }
 
+// startRaven stops any running Raven and starts a new one, waiting until /readyz answers 200: the installed
+// Raven where the options allow it (installable), otherwise a process, while the installed one is scaled to
+// nothing (two would both write).
 func startRaven(t testing.TB, o ravenOpts) *Raven {
+	t.Helper()
+	if installable(o) {
+		return startInstalled(t, o)
+	}
+	return startProcess(t, o)
+}
+
+// startProcess starts Raven as a process beside the stack.
+func startProcess(t testing.TB, o ravenOpts) *Raven {
 	t.Helper()
 	if env.raven != nil && !o.second {
 		env.raven.stop()
 	}
-	if o.config == "" {
-		noInstalledRaven(t)
+	if !o.second && realNodes() {
+		if err := stopInstalled(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r := &Raven{metrics: freeAddr(t), health: freeAddr(t), done: make(chan error, 1)}
 	r.logPath = filepath.Join(env.repo, "bin", fmt.Sprintf("raven-e2e-%s.log", time.Now().Format("150405.000")))
@@ -260,13 +278,7 @@ func startRaven(t testing.TB, o ravenOpts) *Raven {
 	if o.config != "" {
 		config = o.config
 	}
-	resync, grace := 5*time.Second, 2*time.Second
-	if o.resync > 0 {
-		resync = o.resync
-	}
-	if o.orphanGrace > 0 {
-		grace = o.orphanGrace
-	}
+	resync, grace := o.periods()
 	args := []string{
 		"--config=" + config,
 		"--metrics-bind-address=" + r.metrics, "--health-probe-bind-address=" + r.health,
@@ -330,15 +342,14 @@ func ensureRaven(t testing.TB) *Raven {
 }
 
 func (r *Raven) ready() bool {
-	resp, err := http.Get("http://" + r.health + "/readyz")
-	if err != nil {
-		return false
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	_, err := httpGet("http://" + r.health + "/readyz")
+	return err == nil
 }
 
 func (r *Raven) running() bool {
+	if r.installed {
+		return r.ready()
+	}
 	select {
 	case err := <-r.done:
 		r.done <- err
@@ -350,6 +361,9 @@ func (r *Raven) running() bool {
 
 // signal sends sig and waits up to limit for the exit; it returns how long the exit took.
 func (r *Raven) signal(sig syscall.Signal, limit time.Duration) (time.Duration, error) {
+	if r.installed {
+		return r.signalInstalled(sig, limit)
+	}
 	start := time.Now()
 	if !r.running() {
 		return 0, nil
@@ -367,7 +381,19 @@ func (r *Raven) signal(sig syscall.Signal, limit time.Duration) (time.Duration, 
 	}
 }
 
-func (r *Raven) stop() { _, _ = r.signal(syscall.SIGTERM, 10*time.Second); r.forget() }
+// stop ends Raven gracefully: SIGTERM to a process, the installed Deployment scaled to nothing.
+func (r *Raven) stop() {
+	if r.installed {
+		if err := stopInstalled(); err != nil {
+			harnessLog("stopping the installed Raven: %v", err)
+		}
+	} else {
+		_, _ = r.signal(syscall.SIGTERM, 10*time.Second)
+	}
+	r.forget()
+}
+
+// kill crashes Raven (SIGKILL); the kubelet restarts an installed one.
 func (r *Raven) kill() { _, _ = r.signal(syscall.SIGKILL, 10*time.Second); r.forget() }
 
 func (r *Raven) forget() {
@@ -526,7 +552,7 @@ func dump(t *testing.T, ns string) {
 	dumpKubernetes(ctx, t, ns)
 	dumpOpenStack(ctx, t)
 	if env.raven != nil {
-		t.Logf("==== raven log (%s), last lines:\n%s", env.raven.logPath, tail(env.raven.logPath, 60))
+		t.Logf("==== raven log, last lines: %s", env.raven.logTail(60))
 	}
 	nodeSide := []string{"kube-scheduler"}
 	if realNodes() {

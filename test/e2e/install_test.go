@@ -3,37 +3,57 @@
 package e2e
 
 import (
+	"context"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Raven installed as an operator installs it, by the command make run uses (hack/stack.sh install-raven):
-// deploy/ through an overlay that changes only what an operator changes here (the image tags, the
-// configuration, the clouds.yaml Secret, one replica for the one node labelled control-plane, and where the
-// API server is, as this machine has no kube-proxy). Its Deployment becomes Available with the shipped RBAC,
-// it holds the Lease in raven-system, pods of a new namespace get ports and talk, and they keep talking while
-// Raven and raven-node are rolled.
+// Raven installed by hand as docs/operations.md has it, on the local stack, with the docs' commands as
+// written: first the uninstall's `kubectl delete -k overlay/` takes the whole of deploy/ away (raven-node and
+// raven-system with it) and must not hang; then the Install section's commands run in a directory holding the
+// operator's clouds.yaml and overlay/, the stack's overlay of deploy/ (hack/stack.sh raven-overlay: the image
+// tags, the configuration, one replica for the one node labelled control-plane, and where the API server is, as
+// this machine has no kube-proxy). The Deployment becomes Available with the shipped RBAC, holds the Lease in
+// raven-system, pods of a new namespace get ports and talk, and they keep talking while Raven and raven-node are
+// rolled.
 func TestInstalledFromDeploy(t *testing.T) {
 	needDatapath(t)
 	if !realNodes() {
 		t.Skip("the install needs real nodes (kubelets running raven-node)")
 	}
 	if env.raven != nil {
-		env.raven.stop() // one writer: the installed Raven
+		env.raven.stop()
 	}
-	t.Cleanup(func() {
-		if err := stackCmd(env.vars["STACK_DIR"], nil, "uninstall-raven"); err != nil {
-			t.Error(err)
-		}
-	})
-	applied := time.Now()
-	if err := stackCmd(env.vars["STACK_DIR"], nil, "install-raven"); err != nil {
+	dir := t.TempDir()
+	if err := stackCmd(env.vars["STACK_DIR"], nil, "raven-overlay", filepath.Join(dir, "overlay")); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("the Deployment was Available %.1f s after hack/stack.sh install-raven began", time.Since(applied).Seconds())
+	clouds, err := os.ReadFile(env.vars["OS_CLIENT_CONFIG_FILE"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "clouds.yaml"), clouds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// What a real cluster has already: a node labelled as the control plane's.
+	kubectl(t, "label", "node", env.vars["STACK_NODE_NAME"], "node-role.kubernetes.io/control-plane=", "--overwrite")
+
+	install, uninstall := docsInstallCommands(t)
+	took := runDocs(t, dir, uninstall)
+	if _, err := env.kube.CoreV1().Namespaces().Get(context.Background(), "raven-system", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("raven-system is still there after %q (%v)", uninstall, err)
+	}
+	t.Logf("%q removed the whole of deploy/ in %.1f s", uninstall, took.Seconds())
+	took = runDocs(t, dir, install)
+	t.Logf("the Install section's commands ran in %.1f s; the Deployment is Available", took.Seconds())
 
 	lease := "raven-system/raven-" + env.cluster
 	eventually(t, time.Minute, "the installed Raven to take the Lease "+lease, func() (bool, error) {
@@ -65,4 +85,55 @@ func TestInstalledFromDeploy(t *testing.T) {
 	if l := grepLines(kubectl(t, "-n", "raven-system", "logs", "deployment/raven"), "forbidden: user"); strings.Contains(l, "system:serviceaccount:raven-system:raven") {
 		t.Errorf("the installed Raven hit a forbidden call with the shipped RBAC:\n%s", l)
 	}
+}
+
+// docsInstallCommands returns, from docs/operations.md, the Install section's first shell block and the
+// uninstall's `kubectl delete -k` line.
+func docsInstallCommands(t *testing.T) (install, uninstall string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(env.repo, "docs/operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	block := func(after string) string {
+		i := strings.Index(doc, after)
+		if i < 0 {
+			t.Fatalf("docs/operations.md has no %q", after)
+		}
+		rest := doc[i:]
+		start := strings.Index(rest, "```sh\n")
+		if start < 0 {
+			t.Fatalf("docs/operations.md has no shell block after %q", after)
+		}
+		body := rest[start+len("```sh\n"):]
+		return body[:strings.Index(body, "```")]
+	}
+	install = block("\n## Install\n")
+	for _, l := range strings.Split(block("**Uninstall.**"), "\n") {
+		if strings.HasPrefix(l, "kubectl delete -k ") {
+			uninstall = l
+		}
+	}
+	if uninstall == "" {
+		t.Fatal("the uninstall in docs/operations.md has no `kubectl delete -k` line")
+	}
+	return install, uninstall
+}
+
+// runDocs runs commands from the docs with bash in dir, against the stack's cluster, and returns how long
+// they took; three minutes is a hang.
+func runDocs(t *testing.T, dir, commands string) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", commands)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.vars["KUBECONFIG"])
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the docs' commands failed after %.1f s (%v):\n%s\noutput:\n%s", time.Since(start).Seconds(), err, commands, out)
+	}
+	return time.Since(start)
 }

@@ -277,7 +277,7 @@ func TestSIGTERMStopsWithinFiveSeconds(t *testing.T) {
 	took, err := r.signal(syscall.SIGTERM, 5*time.Second)
 	env.raven = nil
 	if err != nil {
-		t.Fatalf("after SIGTERM: %v (took %s)\n%s", err, took, tail(r.logPath, 20))
+		t.Fatalf("after SIGTERM: %v (took %s)\n%s", err, took, r.logTail(20))
 	}
 	t.Logf("raven exited %s after SIGTERM", took)
 }
