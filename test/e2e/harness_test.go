@@ -212,6 +212,7 @@ type Raven struct {
 	metrics, health string
 	installed       bool
 	node            string // an installed Raven's node
+	pid             int    // an installed Raven's process, once startInstalled has seen it
 	// a process
 	cmd     *exec.Cmd
 	logPath string
@@ -348,7 +349,7 @@ func (r *Raven) ready() bool {
 
 func (r *Raven) running() bool {
 	if r.installed {
-		return r.ready()
+		return r.pid != 0 && processAlive(r.pid)
 	}
 	select {
 	case err := <-r.done:

@@ -103,6 +103,12 @@ func startInstalled(t testing.TB, o ravenOpts) *Raven {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// Its process, to tell a crash or a restart from a Raven that is up but not ready.
+	pid, _, err := installedProcess(context.Background(), r.node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.pid = pid
 	env.raven = r
 	return r
 }
