@@ -39,6 +39,8 @@ type Options struct {
 	Pools Pools `json:"pools"`
 	// Namespaces chooses the namespaces Raven serves.
 	Namespaces Namespaces `json:"namespaces"`
+	// Nested serves nodes that are Nova VMs: their pods' ports are VLAN subports of the VMs' trunks.
+	Nested Nested `json:"nested"`
 
 	MetricsAddr string `json:"metricsAddr"`
 	HealthAddr  string `json:"healthAddr"`
@@ -141,6 +143,17 @@ type Namespaces struct {
 	// ExcludeSelector is a label selector ("raven.openstack.org/network=none"); the namespaces it matches
 	// are excluded too.
 	ExcludeSelector string `json:"excludeSelector,omitempty"`
+}
+
+// Nested configures nested nodes: Kubernetes nodes that are Nova VMs (VLAN-aware, each VM port the parent of
+// a trunk), whose pods' ports are subports of that trunk instead of ports bound to the node.
+type Nested struct {
+	// WorkerSubnetID is the Neutron subnet of the node VMs' ports; a node's InternalIP on it finds its VM's
+	// port. Empty: no node is nested.
+	WorkerSubnetID string `json:"workerSubnetID,omitempty"`
+	// NodeSelector is a label selector of the nested nodes ("node.kubernetes.io/instance-type"); empty:
+	// every node is, once WorkerSubnetID is set.
+	NodeSelector string `json:"nodeSelector,omitempty"`
 }
 
 // Controllers lists the watchers.
@@ -337,6 +350,12 @@ func (o Options) Validate() error {
 	}
 	if _, err := labels.Parse(o.Namespaces.ExcludeSelector); err != nil {
 		errs = append(errs, fmt.Errorf("namespaces.excludeSelector: %w", err))
+	}
+	if _, err := labels.Parse(o.Nested.NodeSelector); err != nil {
+		errs = append(errs, fmt.Errorf("nested.nodeSelector: %w", err))
+	}
+	if o.Nested.NodeSelector != "" && o.Nested.WorkerSubnetID == "" {
+		errs = append(errs, errors.New("nested.nodeSelector needs nested.workerSubnetID (the subnet of the node VMs' ports)"))
 	}
 	if o.Workers < 1 {
 		errs = append(errs, errors.New("workers must be at least 1"))

@@ -57,6 +57,14 @@ func TestLoadAndFlags(t *testing.T) {
 		{"health monitors can be turned off", valid + "octavia: {healthMonitor: {enabled: false}}\n", nil,
 			func(o Options) bool { return !o.Octavia.HealthMonitor.Enabled }, ""},
 		{"a probe timeout longer than its delay is an error", valid + "octavia: {healthMonitor: {enabled: true, delaySeconds: 2, timeoutSeconds: 3, maxRetries: 1, maxRetriesDown: 2}}\n", nil, nil, "octavia.healthMonitor"},
+		{"nested nodes are off unless a worker subnet is named", valid, nil,
+			func(o Options) bool { return o.Nested.WorkerSubnetID == "" }, ""},
+		{"nested nodes by label", valid + "nested: {workerSubnetID: s1, nodeSelector: raven.io/nested=true}\n", nil,
+			func(o Options) bool {
+				return o.Nested.WorkerSubnetID == "s1" && o.Nested.NodeSelector == "raven.io/nested=true"
+			}, ""},
+		{"a nested node selector without a worker subnet is an error", valid + "nested: {nodeSelector: a=b}\n", nil, nil, "nested.workerSubnetID"},
+		{"a bad nested node selector is an error", valid + "nested: {workerSubnetID: s1, nodeSelector: '=='}\n", nil, nil, "nested.nodeSelector"},
 		{"an unknown field is an error", valid + "bogus: 1\n", nil, nil, "bogus"},
 		{"a bad CIDR is an error", strings.Replace(valid, "10.0.0.0/24", "10.0.0.0/33", 1), nil, nil, "serviceSubnetCIDR"},
 		{"a bad duration is an error", strings.Replace(valid, "10s", "ten", 1), nil, nil, "duration"},

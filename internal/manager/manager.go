@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -120,7 +121,25 @@ func neutronManager(o config.Options, clients *openstack.Clients) *neutron.Manag
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raven_port_pool_refills_in_progress", Help: "Namespace pools being refilled now."},
 				func() float64 { return float64(nm.P.Refilling()) }))
 	}
+	if o.Nested.WorkerSubnetID != "" {
+		nm.T = &neutron.Trunks{N: clients.Networking, WorkerSubnetID: o.Nested.WorkerSubnetID}
+	}
 	return nm
+}
+
+// nestedNodes is what the pod controller knows of nested nodes: nil when there are none.
+func nestedNodes(o config.Nested) (*pod.NestedNodes, error) {
+	if o.WorkerSubnetID == "" {
+		return nil, nil
+	}
+	if o.NodeSelector == "" {
+		return &pod.NestedNodes{}, nil
+	}
+	sel, err := labels.Parse(o.NodeSelector)
+	if err != nil {
+		return nil, fmt.Errorf("nested.nodeSelector: %w", err)
+	}
+	return &pod.NestedNodes{Selector: sel}, nil
 }
 
 // addControllers sets up the enabled reconcilers with mgr and returns the orphan sweeper, which knows
@@ -164,8 +183,12 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		if err != nil {
 			return nil, err
 		}
+		nested, err := nestedNodes(o.Nested)
+		if err != nil {
+			return nil, err
+		}
 		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Metrics: m,
-			Grace: o.OrphanGracePeriod.Duration, Scope: scope, Policies: policies, Backends: backends}
+			Grace: o.OrphanGracePeriod.Duration, Scope: scope, Policies: policies, Backends: backends, Nested: nested}
 		if err := r.SetupWithManager(mgr, o.Workers, podRepairs); err != nil {
 			return nil, err
 		}

@@ -25,6 +25,17 @@ type PodRef struct {
 	// Keep, when set, is the address of the port the pod's annotation names: a port made for the pod asks
 	// for it first, and takes what Neutron gives only when it is not free.
 	Keep *Address
+	// VM is set when the pod's node is a nested node: its port is not bound to the node (the trunk's
+	// parent is), takes no pool port, and becomes a subport of the VM's trunk (Manager.Attach).
+	VM *VMNode
+}
+
+// bindHost is the host the pod's port is bound to: its node, or none for a nested node's pod.
+func (pod PodRef) bindHost() string {
+	if pod.VM != nil {
+		return ""
+	}
+	return pod.Node
 }
 
 // groups are the security groups of pod's port.
@@ -155,17 +166,15 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 		return port, false, err
 	}
 	if keep != nil {
-		p, err := m.bind(ctx, *keep, pod.Node, pod.SecurityGroups)
+		p, err := m.bind(ctx, *keep, pod.bindHost(), pod.SecurityGroups)
 		return p, false, err
 	}
 	owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindPod, UID: pod.UID, Name: pod.Namespace + "/" + pod.Name}
 	if p, ok, err := m.remake(ctx, pod, nn, owner); err != nil || ok {
 		return p, ok, err
 	}
-	if m.P != nil {
-		if p, ok, err := m.P.Take(ctx, nn, pod, owner); err != nil || ok {
-			return p, ok, err
-		}
+	if p, ok, err := m.fromPool(ctx, nn, pod, owner); err != nil || ok {
+		return p, ok, err
 	}
 	if !m.C.Caps.TagsOnPortCreate {
 		// Without tags on create, a crash between create and tag leaves an untagged port: find it by device_id.
@@ -181,12 +190,21 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 	return *p, true, nil
 }
 
+// fromPool takes a pool's port for the pod, when pools are on; a nested node's pod takes none (its port is
+// unbound, then goes on its VM's trunk).
+func (m *Manager) fromPool(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ownership.Owner) (openstack.Port, bool, error) {
+	if m.P == nil || pod.VM != nil {
+		return openstack.Port{}, false, nil
+	}
+	return m.P.Take(ctx, nn, pod, owner)
+}
+
 // portSpec is the create request of the pod's own port.
 func (m *Manager) portSpec(pod PodRef, nn *NamespaceNet, owner ownership.Owner) openstack.PortSpec {
 	spec := openstack.PortSpec{
 		Name: pod.Name, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, DeviceID: pod.UID,
 		Description: Marker(owner.Tags()), Tags: owner.Tags(),
-		HostID: pod.Node, SecurityGroups: m.groups(pod),
+		HostID: pod.bindHost(), SecurityGroups: m.groups(pod),
 	}
 	if nn.Subnet != nil {
 		spec.SubnetID = nn.Subnet.ID
@@ -270,11 +288,27 @@ func (m *Manager) deletePort(ctx context.Context, id string) error {
 	return m.deleteGuarded(ctx, id)
 }
 
-// deleteGuarded deletes a port whose guard in m.deleting the caller holds.
+// deleteGuarded deletes a port whose guard in m.deleting the caller holds. With nested nodes, a port that a
+// trunk carries (Neutron refuses to delete it: 409) is taken off the trunk first.
 func (m *Manager) deleteGuarded(ctx context.Context, id string) error {
-	if err := openstack.IgnoreNotFound(m.N.DeletePort(ctx, id)); err != nil {
+	err := m.N.DeletePort(ctx, id)
+	if m.T != nil && openstack.KindOf(err) == openstack.KindConflict {
+		if derr := m.T.Detach(ctx, id); derr != nil {
+			return errors.Join(err, derr)
+		}
+		err = m.N.DeletePort(ctx, id)
+	}
+	if err := openstack.IgnoreNotFound(err); err != nil {
 		return err
 	}
 	m.X.DropPort(id)
 	return nil
+}
+
+// Attach makes a nested pod's port a VLAN subport of its node VM's trunk (see Trunks.Attach).
+func (m *Manager) Attach(ctx context.Context, vm VMNode, portID string) (Subport, error) {
+	if m.T == nil {
+		return Subport{}, errors.New("nested nodes are not configured (nested.workerSubnetID)")
+	}
+	return m.T.Attach(ctx, vm, portID)
 }

@@ -69,6 +69,18 @@ type Networking interface {
 	// ReplaceTags sets the tags of one object (Neutron cannot tag networks, subnets, subnet pools, routers and
 	// floating IPs in their create request).
 	ReplaceTags(ctx context.Context, r Resource, id string, tags []string) error
+
+	// Nested nodes (Nova VMs as Kubernetes nodes): a pod's port is a VLAN subport of the VM port's trunk.
+
+	// PortsWithAddress lists the ports that hold ip on the subnet (a node VM's port, by the node's address).
+	PortsWithAddress(ctx context.Context, subnetID, ip string) ([]Port, error)
+	// ListTrunks lists the trunks whose parent is the port (none or one).
+	ListTrunks(ctx context.Context, parentPortID string) ([]Trunk, error)
+	GetTrunk(ctx context.Context, id string) (*Trunk, error)
+	// AddSubports adds ports to a trunk; Neutron refuses (409) a segmentation ID the trunk already carries
+	// and a port that is a subport already.
+	AddSubports(ctx context.Context, trunkID string, subs []Subport) error
+	RemoveSubports(ctx context.Context, trunkID string, portIDs []string) error
 }
 
 // Capabilities are the optional Neutron extensions Raven adapts to.

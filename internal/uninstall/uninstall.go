@@ -83,7 +83,7 @@ func OpenStack(ctx context.Context, n openstack.Networking, lb openstack.LoadBal
 		{"ports", func() ([]object, error) {
 			ports, err := n.ListPorts(ctx, openstack.Filter{Tags: sel})
 			return objects(ports, func(p openstack.Port) object {
-				return object{p.ID, p.Tags, func() error { return n.DeletePort(ctx, p.ID) }}
+				return object{p.ID, p.Tags, func() error { return deletePort(ctx, n, p) }}
 			}), err
 		}},
 		{"securitygroups", func() ([]object, error) {
@@ -185,6 +185,25 @@ func (s step) run(ctx context.Context, o Options, r Report) error {
 		case <-time.After(o.Poll):
 		}
 	}
+}
+
+// deletePort deletes a port, taking it off the trunk that carries it first (a nested node's pod's port):
+// Neutron refuses to delete a subport.
+func deletePort(ctx context.Context, n openstack.Networking, p openstack.Port) error {
+	if p.DeviceOwner == openstack.SubportOwner {
+		trunks, err := n.ListTrunks(ctx, "")
+		if err != nil {
+			return err
+		}
+		for _, t := range trunks {
+			if slices.ContainsFunc(t.Subports, func(s openstack.Subport) bool { return s.PortID == p.ID }) {
+				if err := n.RemoveSubports(ctx, t.ID, []string{p.ID}); err != nil && !openstack.IsNotFound(err) {
+					return fmt.Errorf("taking the port off trunk %s: %w", t.ID, err)
+				}
+			}
+		}
+	}
+	return n.DeletePort(ctx, p.ID)
 }
 
 // deleteSubnet takes the subnet off the routers that have an interface on it, then deletes it.

@@ -35,6 +35,18 @@ func cluster(t *testing.T, n *fake.Neutron, o *fake.Octavia, id string, cidr str
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A nested node's pod: its port is a subport of the node VM's trunk (the VM's port and trunk are not
+	// Raven's), which Neutron will not delete until it is off the trunk.
+	nested, err := n.CreatePort(ctx, openstack.PortSpec{Name: "ns/nested", NetworkID: nn.Network.ID, SubnetID: nn.Subnet.ID,
+		Tags: ownership.Owner{Cluster: id, Kind: ownership.KindPod, UID: "nested-uid", Name: "ns/nested"}.Tags()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Ports["vm-"+id] = &openstack.Port{ID: "vm-" + id}
+	trunk := n.AddTrunk("vm-" + id)
+	if err := n.AddSubports(ctx, trunk.ID, []openstack.Subport{{PortID: nested.ID, SegmentationType: "vlan", SegmentationID: 1}}); err != nil {
+		t.Fatal(err)
+	}
 	svc := ownership.Owner{Cluster: id, Kind: ownership.KindService, UID: "svc-uid", Name: "ns/svc"}
 	fip, err := n.CreateFloatingIP(ctx, openstack.FloatingIPSpec{FloatingNetworkID: c.ExternalNetworkID})
 	if err != nil {
@@ -128,6 +140,14 @@ func TestUninstallRemovesTheClustersObjectsOnly(t *testing.T) {
 	t.Logf("removed %v", removed)
 	if router == "" || len(n.Interfaces[router]) != 0 {
 		t.Errorf("the cluster's router still has interfaces: %v", n.Interfaces)
+	}
+	for _, tr := range n.Trunks {
+		if _, vm := n.Ports[tr.PortID]; !vm {
+			t.Errorf("the node VM's port %s, not the cluster's, is gone", tr.PortID)
+		}
+		if tr.PortID == "vm-c2" && len(tr.Subports) != 1 {
+			t.Errorf("the other cluster's nested pod port is off its trunk: %+v", tr.Subports)
+		}
 	}
 }
 

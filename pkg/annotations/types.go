@@ -33,6 +33,20 @@ type Port struct {
 	MTU int `json:"mtu,omitempty"`
 	// PodUID is the UID of the pod the port was made for; the plugin refuses a port announced for another pod.
 	PodUID string `json:"pod_uid,omitempty"`
+	// Nested is set when the pod's node is a nested node (a Nova VM): the port is a VLAN subport of the VM
+	// port's trunk, not bound to the node (HostID is empty), and the node gives the pod an interface that
+	// carries VLAN on the VM's NIC.
+	Nested *Nested `json:"nested,omitempty"`
+}
+
+// Nested says where a nested pod's port is on its node VM's trunk.
+type Nested struct {
+	// Node is the pod's node, the only one that plugs the port.
+	Node string `json:"node"`
+	// VLAN is the subport's segmentation ID on the trunk (1-4094, unique on the trunk).
+	VLAN         int    `json:"vlan"`
+	TrunkID      string `json:"trunk_id"`
+	ParentPortID string `json:"parent_port_id"`
 }
 
 // HostRoute is one static route of a subnet.

@@ -55,13 +55,15 @@ func SubnetAnnotation(s openstack.Subnet) annotations.Subnet {
 	}
 }
 
-// Annotations returns the pod annotations Raven wants: the port and subnet, or neither (nil values
-// remove them).
-func Annotations(port *openstack.Port, nn *neutron.NamespaceNet) (map[string]*string, error) {
+// Annotations returns the pod annotations Raven wants: the port (with where it is on a nested node's trunk)
+// and subnet, or neither (nil values remove them).
+func Annotations(port *openstack.Port, nn *neutron.NamespaceNet, nested *annotations.Nested) (map[string]*string, error) {
 	if port == nil || nn == nil || nn.Subnet == nil {
 		return map[string]*string{annotations.PodPort: nil, annotations.PodSubnet: nil}, nil
 	}
-	p, err := annotations.Encode(PortAnnotation(*port, nn.Network.MTU))
+	a := PortAnnotation(*port, nn.Network.MTU)
+	a.Nested = nested
+	p, err := annotations.Encode(a)
 	if err != nil {
 		return nil, err
 	}

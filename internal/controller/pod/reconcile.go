@@ -57,7 +57,9 @@ type Reconciler struct {
 	// Backends, when set, keeps the port of a pod that must have none while its address is still a load
 	// balancer member, for at most BackendHold.
 	Backends Backends
-	held     heldPorts
+	// Nested, when set, says which nodes are Nova VMs whose pods' ports go on their trunks (nil: none).
+	Nested *NestedNodes
+	held   heldPorts
 }
 
 // Reconcile makes Neutron and the pod's annotations match the pod as it is now.
@@ -98,12 +100,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	before := announcedPort(&pod)
-	port, err := r.ensurePort(ctx, &pod, before, nn)
+	port, nested, err := r.ensurePort(ctx, &pod, before, nn)
 	if res, wait, err := portWait(log, err); wait {
 		return res, err
 	}
 	hadPort := pod.Annotations[annotations.PodPort] != ""
-	if err := r.patch(ctx, &pod, &port, nn); err != nil {
+	if err := r.patch(ctx, &pod, &port, nn, nested); err != nil {
 		return reconcile.Result{}, err
 	}
 	r.reportPortChange(ctx, &pod, before, &port, nn)
@@ -116,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // waitsForNode says a new pod gets no port before it is scheduled: with pools per node its port comes from
 // its node's pool, and the binding (an update of spec.nodeName) brings the pod back.
 func (r *Reconciler) waitsForNode(pod *corev1.Pod) bool {
-	return pod.Spec.NodeName == "" && r.Neutron.PoolsPerNode()
+	return pod.Spec.NodeName == "" && (r.Neutron.PoolsPerNode() || r.Nested != nil)
 }
 
 // portWait turns what keeps ensurePort from a port into the reconcile's result; wait is false when there is
@@ -138,24 +140,43 @@ func portWait(log klog.Logger, err error) (res reconcile.Result, wait bool, _ er
 }
 
 // ensurePort finds or creates the pod's port (preferring announced, the one its annotation names) and, when it
-// created one, releases the ports of earlier pods of the same name.
-func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, announced annotations.Port, nn *neutron.NamespaceNet) (neutron.Port, error) {
+// created one, releases the ports of earlier pods of the same name. On a nested node the port goes on the node
+// VM's trunk, and nested says where.
+func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, announced annotations.Port, nn *neutron.NamespaceNet) (_ neutron.Port, nested *annotations.Nested, _ error) {
+	port, vm, err := r.ensureOwnPort(ctx, pod, announced, nn)
+	if err != nil || vm == nil {
+		return port, nil, err
+	}
+	sub, err := r.Neutron.Attach(ctx, *vm, port.ID)
+	if err != nil {
+		r.warn(pod, "SubportAttach", "adding the pod's port to its node VM's trunk", err)
+		return port, nil, err
+	}
+	return port, &annotations.Nested{Node: vm.Name, VLAN: sub.VLAN, TrunkID: sub.TrunkID, ParentPortID: sub.ParentPortID}, nil
+}
+
+// ensureOwnPort is ensurePort up to the trunk: the port itself, and the pod's node when it is a nested one.
+func (r *Reconciler) ensureOwnPort(ctx context.Context, pod *corev1.Pod, announced annotations.Port, nn *neutron.NamespaceNet) (neutron.Port, *neutron.VMNode, error) {
 	log := klog.FromContext(ctx)
 	if err := r.checkRequested(ctx, pod, announced, nn); err != nil {
-		return neutron.Port{}, err
+		return neutron.Port{}, nil, err
+	}
+	vm, err := r.Nested.vm(ctx, r.Client, pod.Spec.NodeName)
+	if err != nil {
+		return neutron.Port{}, nil, err
 	}
 	ref := neutron.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName,
-		Keep: keepAddress(announced)}
+		Keep: keepAddress(announced), VM: vm}
 	if _, annotated := pod.Annotations[annotations.PodPort]; r.Policies != nil && (!annotated || r.portGone(pod, announced.ID, nn)) {
 		// A new pod's port gets its policies' groups before the annotation lets the CNI plug it, and so does
 		// the port made for a running pod whose port is gone; later changes of an annotated pod's groups are
 		// the policy controller's.
 		groups, refused, ok, err := r.Policies.GroupsFor(ctx, r.Client, pod, "", r.Neutron.C.PodSecurityGroups)
 		if err != nil {
-			return neutron.Port{}, err
+			return neutron.Port{}, nil, err
 		}
 		if !ok {
-			return neutron.Port{}, errGroupsPending
+			return neutron.Port{}, nil, errGroupsPending
 		}
 		ref.SecurityGroups = groups
 		if len(refused) > 0 {
@@ -167,11 +188,11 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, announced 
 	}
 	port, created, err := r.Neutron.EnsurePort(ctx, ref, nn, announced.ID)
 	if errors.Is(err, neutron.ErrNotLoaded) {
-		return port, err // not a failure: the caller sends the pod back until the listing is in
+		return port, vm, err // not a failure: the caller sends the pod back until the listing is in
 	}
 	if err != nil {
 		r.warn(pod, "PortCreate", "creating the Neutron port", err)
-		return port, err
+		return port, vm, err
 	}
 	if created {
 		// New to this pod: created for it, or taken from a pool.
@@ -181,7 +202,7 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, announced 
 			log.Error(err, "Releasing the port of an earlier pod of the same name; the resync will retry")
 		}
 	}
-	return port, nil
+	return port, vm, nil
 }
 
 // releaseFinished deletes the port of a pod that needs none (finished, or on the host network) and
@@ -190,7 +211,7 @@ func (r *Reconciler) releaseFinished(ctx context.Context, pod *corev1.Pod) (reco
 	if res, wait, err := r.release(ctx, pod, "deleting the port of a finished pod"); wait {
 		return res, err
 	}
-	return reconcile.Result{}, r.patch(ctx, pod, nil, nil)
+	return reconcile.Result{}, r.patch(ctx, pod, nil, nil, nil)
 }
 
 // skipExcluded releases the port of a pod whose namespace is excluded, says why on the pod and removes
@@ -200,7 +221,7 @@ func (r *Reconciler) skipExcluded(ctx context.Context, pod *corev1.Pod, why stri
 		return res, err
 	}
 	controller.Warn(r.Recorder, pod, "NamespaceExcluded", "Skip", "giving the pod a Neutron port", errors.New(why+"; the pod gets no port"))
-	return reconcile.Result{}, r.patch(ctx, pod, nil, nil)
+	return reconcile.Result{}, r.patch(ctx, pod, nil, nil, nil)
 }
 
 // release gives back every port of a pod that must have none. wait is true until the port the pod's annotation
@@ -284,16 +305,16 @@ func (r *Reconciler) observeLatency(pod *corev1.Pod) {
 
 // patch writes the port and subnet annotations (or removes them when port is nil), only if they differ, and
 // removes raven-node's check request.
-func (r *Reconciler) patch(ctx context.Context, pod *corev1.Pod, port *neutron.Port, nn *neutron.NamespaceNet) error {
+func (r *Reconciler) patch(ctx context.Context, pod *corev1.Pod, port *neutron.Port, nn *neutron.NamespaceNet, nested *annotations.Nested) error {
 	var want map[string]*string
 	var err error
 	switch {
 	case port == nil:
-		want, err = Annotations(nil, nil)
+		want, err = Annotations(nil, nil, nil)
 	case port.ID == "":
 		return fmt.Errorf("refusing to announce a port without an ID for pod %s/%s", pod.Namespace, pod.Name)
 	default:
-		want, err = Annotations(port, nn)
+		want, err = Annotations(port, nn, nested)
 	}
 	if err != nil {
 		return err

@@ -23,6 +23,8 @@ type Neutron struct {
 	Ports   map[string]*openstack.Port
 	FIPs    map[string]*openstack.FloatingIP
 	SGs     map[string]*openstack.SecurityGroup
+	// Trunks are the VLAN-aware VMs' trunks, by ID (AddTrunk makes one).
+	Trunks map[string]*openstack.Trunk
 	// Interfaces maps router ID to attached subnet IDs.
 	Interfaces map[string][]string
 	// Calls counts calls by method name; Writes counts the ones that change something.
@@ -586,6 +588,9 @@ func (n *Neutron) DeletePort(_ context.Context, id string) error {
 	}
 	if _, ok := n.Ports[id]; !ok {
 		return notFound("port")
+	}
+	if t := n.subportOf(id); t != nil { // Neutron's PortInUseAsSubPort
+		return conflict("Port " + id + " is currently a subport of trunk " + t.ID)
 	}
 	delete(n.Ports, id)
 	return nil

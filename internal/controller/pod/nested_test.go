@@ -1,0 +1,103 @@
+package pod
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// nestedWorld is a world whose node "vm-1" is a nested node (a Nova VM on the worker subnet, its port the
+// parent of a trunk) and whose node "metal" is an OVN chassis.
+func nestedWorld(t *testing.T, objs ...*corev1.Pod) (*world, *openstack.Trunk) {
+	t.Helper()
+	vm := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vm-1", Labels: map[string]string{"raven.io/nested": "true"}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.0.11"}}}}
+	metal := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "metal"}}
+	w := newWorld(t, vm, metal)
+	for _, p := range objs {
+		if err := w.c.Create(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.n.Ports["vmport"] = &openstack.Port{ID: "vmport", FixedIPs: []openstack.FixedIP{{SubnetID: "workers", IPAddress: "192.168.0.11"}}}
+	tr := w.n.AddTrunk("vmport")
+	w.r.Neutron.T = &neutron.Trunks{N: w.n, WorkerSubnetID: "workers"}
+	w.r.Nested = &NestedNodes{Selector: labels.SelectorFromSet(labels.Set{"raven.io/nested": "true"})}
+	return w, tr
+}
+
+func onNode(node string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.NodeName = node } }
+
+// A pod on a nested node gets a port that is not bound to the node but is a subport of the node VM's trunk, on
+// a VLAN of its own there, and the annotation says where; a pod on a chassis node is bound as before; a pod
+// not yet scheduled waits. Deleting the nested pod takes its port off the trunk and deletes it.
+func TestNestedPodsGetSubports(t *testing.T) {
+	ctx := context.Background()
+	w, tr := nestedWorld(t, pod("a", "ua", onNode("vm-1")), pod("b", "ub", onNode("vm-1")), pod("m", "um", onNode("metal")), pod("later", "ul"))
+	for _, name := range []string{"a", "b", "m", "later"} {
+		if err := w.reconcile(t, name); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	checkSubport(t, w, "a", 1, tr.ID)
+	checkSubport(t, w, "b", 2, tr.ID)
+	if a := w.annotation(t, "m"); a == nil || a.Nested != nil || a.HostID != "metal" {
+		t.Errorf("pod on the chassis node: annotation %+v, want its port bound to metal and no trunk", a)
+	}
+	if a := w.annotation(t, "later"); a != nil {
+		t.Errorf("an unscheduled pod was annotated (%+v): a nested node's pod needs its node first", a)
+	}
+	if n := len(w.n.Trunks[tr.ID].Subports); n != 2 {
+		t.Fatalf("the trunk carries %d subports, want 2", n)
+	}
+
+	if err := w.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.reconcile(t, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ports := w.ports("ua"); len(ports) != 0 {
+		t.Fatalf("the deleted pod still has %d port(s)", len(ports))
+	}
+	if subs := w.n.Trunks[tr.ID].Subports; len(subs) != 1 || subs[0].SegmentationID != 2 {
+		t.Fatalf("trunk subports %+v, want b's alone on VLAN 2", subs)
+	}
+}
+
+// checkSubport checks that the pod's annotation puts its port on the trunk of vm-1 on vlan, and unbound.
+func checkSubport(t *testing.T, w *world, name string, vlan int, trunk string) {
+	t.Helper()
+	a := w.annotation(t, name)
+	if a == nil || a.Nested == nil {
+		t.Fatalf("pod %s: annotation %+v, want one with where its port is on the trunk", name, a)
+	}
+	if a.Nested.VLAN != vlan || a.Nested.Node != "vm-1" || a.Nested.TrunkID != trunk || a.Nested.ParentPortID != "vmport" || a.HostID != "" {
+		t.Errorf("pod %s: nested %+v, host %q; want VLAN %d on trunk %s of vm-1, not bound", name, *a.Nested, a.HostID, vlan, trunk)
+	}
+}
+
+// A nested node whose VM port has no trunk: the pod gets a Warning event that says what to do, and an error
+// for the retry.
+func TestNestedPodWithoutTrunkIsAWarning(t *testing.T) {
+	w, tr := nestedWorld(t, pod("a", "ua", onNode("vm-1")))
+	delete(w.n.Trunks, tr.ID)
+	if err := w.reconcile(t, "a"); err == nil {
+		t.Fatal("no error for a node VM without a trunk")
+	}
+	select {
+	case e := <-w.recorder.Events:
+		if !strings.Contains(e, "Warning") || !strings.Contains(e, "trunk create --parent-port vmport") {
+			t.Fatalf("event %q, want a Warning that says to create the trunk", e)
+		}
+	default:
+		t.Fatal("no event")
+	}
+}

@@ -1,0 +1,202 @@
+package neutron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+// MaxVLAN is the highest segmentation ID a trunk's VLAN subport can have (802.1Q: 1–4094).
+const MaxVLAN = 4094
+
+// ErrTrunkFull says a trunk carries a subport on every VLAN ID: its node can run no more pods.
+var ErrTrunkFull = errors.New("the node VM's trunk has a subport on every VLAN ID (1-4094)")
+
+// VMNode is a nested node: a Kubernetes node that is a Nova VM, whose pods' ports are VLAN subports of its
+// VM port's trunk. Address is the node's address on the worker subnet, which finds that port.
+type VMNode struct {
+	Name, Address string
+}
+
+// Trunks attaches pods' ports to the trunks of nested nodes' VMs, each port on a segmentation ID of its own
+// on its trunk (IDs are per trunk, not per cluster: every VM can run 4094 pods). Neutron holds the truth: a
+// trunk's IDs in use are read from it the first time the trunk is used after a start, and a refused ID (409:
+// taken meanwhile, by a replica that led before) makes them read again, so that no ID goes to two ports.
+type Trunks struct {
+	N openstack.Networking
+	// WorkerSubnetID is the subnet of the node VMs' ports.
+	WorkerSubnetID string
+
+	mu    sync.Mutex
+	nodes map[string]*vmTrunk // by node name
+}
+
+// vmTrunk is one node VM's trunk and the segmentation IDs its subports use.
+type vmTrunk struct {
+	mu       sync.Mutex
+	id       string
+	parent   string
+	loaded   bool
+	byPort   map[string]int // subport → segmentation ID
+	portByID map[int]string // segmentation ID → subport
+}
+
+// Subport is a port on a trunk: which trunk, and its VLAN there.
+type Subport struct {
+	TrunkID, ParentPortID string
+	VLAN                  int
+}
+
+// trunkOf finds the node VM's port (the one holding the node's address on the worker subnet) and its trunk.
+func (t *Trunks) trunkOf(ctx context.Context, node VMNode) (*vmTrunk, error) {
+	t.mu.Lock()
+	vt := t.nodes[node.Name]
+	t.mu.Unlock()
+	if vt != nil {
+		return vt, nil
+	}
+	if node.Address == "" {
+		return nil, fmt.Errorf("nested node %s has no InternalIP to find its VM's port by", node.Name)
+	}
+	ports, err := t.N.PortsWithAddress(ctx, t.WorkerSubnetID, node.Address)
+	if err != nil {
+		return nil, err
+	}
+	if len(ports) != 1 {
+		return nil, fmt.Errorf("nested node %s: %d ports hold %s on the worker subnet %s, want its VM's port alone", node.Name, len(ports), node.Address, t.WorkerSubnetID)
+	}
+	trunks, err := t.N.ListTrunks(ctx, ports[0].ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(trunks) != 1 {
+		return nil, fmt.Errorf("nested node %s: its VM's port %s is the parent of no trunk (a VLAN-aware VM needs one: openstack network trunk create --parent-port %s)", node.Name, ports[0].ID, ports[0].ID)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.nodes == nil {
+		t.nodes = map[string]*vmTrunk{}
+	}
+	if vt := t.nodes[node.Name]; vt != nil {
+		return vt, nil
+	}
+	vt = &vmTrunk{id: trunks[0].ID, parent: ports[0].ID}
+	t.nodes[node.Name] = vt
+	return vt, nil
+}
+
+// load reads the trunk's subports from Neutron. Caller holds vt.mu.
+func (vt *vmTrunk) load(ctx context.Context, n openstack.Networking) error {
+	tr, err := n.GetTrunk(ctx, vt.id)
+	if err != nil {
+		return err
+	}
+	vt.byPort, vt.portByID = map[string]int{}, map[int]string{}
+	for _, s := range tr.Subports {
+		vt.byPort[s.PortID] = s.SegmentationID
+		vt.portByID[s.SegmentationID] = s.PortID
+	}
+	vt.loaded = true
+	return nil
+}
+
+// free is the lowest segmentation ID no subport of the trunk uses, 0 when every one is taken.
+func (vt *vmTrunk) free() int {
+	for id := 1; id <= MaxVLAN; id++ {
+		if _, used := vt.portByID[id]; !used {
+			return id
+		}
+	}
+	return 0
+}
+
+// Attach makes the port a subport of the node's trunk and returns where: a port the trunk carries already
+// keeps its segmentation ID.
+func (t *Trunks) Attach(ctx context.Context, node VMNode, portID string) (Subport, error) {
+	vt, err := t.trunkOf(ctx, node)
+	if err != nil {
+		return Subport{}, err
+	}
+	vt.mu.Lock()
+	defer vt.mu.Unlock()
+	at := func(vlan int) Subport { return Subport{TrunkID: vt.id, ParentPortID: vt.parent, VLAN: vlan} }
+	if !vt.loaded {
+		if err := vt.load(ctx, t.N); err != nil {
+			return Subport{}, err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		if vlan, ok := vt.byPort[portID]; ok {
+			return at(vlan), nil
+		}
+		vlan := vt.free()
+		if vlan == 0 {
+			return Subport{}, fmt.Errorf("nested node %s, trunk %s: %w", node.Name, vt.id, ErrTrunkFull)
+		}
+		err := t.N.AddSubports(ctx, vt.id, []openstack.Subport{{PortID: portID, SegmentationType: openstack.SegmentationVLAN, SegmentationID: vlan}})
+		if err == nil {
+			vt.byPort[portID], vt.portByID[vlan] = vlan, portID
+			return at(vlan), nil
+		}
+		// 409: the ID, or the port, is taken on the trunk already (by a Raven that led before this one, or a
+		// reply that was lost): read the trunk again and look once more.
+		if openstack.KindOf(err) != openstack.KindConflict || attempt >= 2 {
+			return Subport{}, fmt.Errorf("adding port %s to trunk %s of nested node %s on VLAN %d: %w", portID, vt.id, node.Name, vlan, err)
+		}
+		if err := vt.load(ctx, t.N); err != nil {
+			return Subport{}, err
+		}
+	}
+}
+
+// Detach takes the port off the trunk that carries it, if one does: Neutron refuses to delete a subport.
+// The trunks Raven knows are looked at first, then every trunk Neutron lists.
+func (t *Trunks) Detach(ctx context.Context, portID string) error {
+	t.mu.Lock()
+	known := make([]*vmTrunk, 0, len(t.nodes))
+	for _, vt := range t.nodes {
+		known = append(known, vt)
+	}
+	t.mu.Unlock()
+	for _, vt := range known {
+		vt.mu.Lock()
+		_, on := vt.byPort[portID]
+		if on {
+			err := t.remove(ctx, vt, portID)
+			vt.mu.Unlock()
+			return err
+		}
+		vt.mu.Unlock()
+	}
+	trunks, err := t.N.ListTrunks(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, tr := range trunks {
+		if slices.ContainsFunc(tr.Subports, func(s openstack.Subport) bool { return s.PortID == portID }) {
+			return openstack.IgnoreNotFound(t.N.RemoveSubports(ctx, tr.ID, []string{portID}))
+		}
+	}
+	return nil
+}
+
+// remove takes portID off vt. Caller holds vt.mu.
+func (t *Trunks) remove(ctx context.Context, vt *vmTrunk, portID string) error {
+	if err := openstack.IgnoreNotFound(t.N.RemoveSubports(ctx, vt.id, []string{portID})); err != nil {
+		return err
+	}
+	delete(vt.portByID, vt.byPort[portID])
+	delete(vt.byPort, portID)
+	return nil
+}
+
+// Forget drops what Raven knows of a deleted node's trunk.
+func (t *Trunks) Forget(node string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.nodes, node)
+}

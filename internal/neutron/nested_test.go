@@ -1,0 +1,191 @@
+package neutron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/openstack/fake"
+)
+
+// vmNeutron is a fake Neutron with two node VMs on the worker subnet, each VM port the parent of a trunk.
+func vmNeutron(t *testing.T) (*fake.Neutron, map[string]VMNode, map[string]*openstack.Trunk) {
+	t.Helper()
+	n := fake.NewNeutron()
+	nodes := map[string]VMNode{"vm-1": {Name: "vm-1", Address: "192.168.0.11"}, "vm-2": {Name: "vm-2", Address: "192.168.0.12"}}
+	trunks := map[string]*openstack.Trunk{}
+	for name, node := range nodes {
+		p := &openstack.Port{ID: "vmport-" + name, NetworkID: "workers-net", FixedIPs: []openstack.FixedIP{{SubnetID: "workers", IPAddress: node.Address}}}
+		n.Ports[p.ID] = p
+		trunks[name] = n.AddTrunk(p.ID)
+	}
+	return n, nodes, trunks
+}
+
+// subportCandidate puts a pod's port into the fake.
+func subportCandidate(t *testing.T, n *fake.Neutron, name string) string {
+	t.Helper()
+	id := fmt.Sprintf("port-%s-%d", name, len(n.Ports))
+	n.Ports[id] = &openstack.Port{ID: id, Name: name, NetworkID: "ns-net", DeviceOwner: DeviceOwner}
+	return id
+}
+
+func TestTrunksAttach(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// before runs on Neutron before a fresh Trunks attaches; it returns the ports to attach, in order, with
+		// the node of each.
+		before func(t *testing.T, n *fake.Neutron, tr map[string]*openstack.Trunk) (ports, nodes []string)
+		want   []int
+		// adds is the add_subports calls Raven makes.
+		adds int
+	}{
+		{
+			name: "VLAN IDs count per trunk",
+			before: func(t *testing.T, n *fake.Neutron, _ map[string]*openstack.Trunk) ([]string, []string) {
+				return []string{subportCandidate(t, n, "a"), subportCandidate(t, n, "b"), subportCandidate(t, n, "c")}, []string{"vm-1", "vm-1", "vm-2"}
+			},
+			want: []int{1, 2, 1}, adds: 3,
+		},
+		{
+			name: "a port attached already keeps its ID, with no call",
+			before: func(t *testing.T, n *fake.Neutron, tr map[string]*openstack.Trunk) ([]string, []string) {
+				a := subportCandidate(t, n, "a")
+				if err := n.AddSubports(ctx, tr["vm-1"].ID, []openstack.Subport{{PortID: a, SegmentationType: "vlan", SegmentationID: 7}}); err != nil {
+					t.Fatal(err)
+				}
+				return []string{a, a}, []string{"vm-1", "vm-1"}
+			},
+			want: []int{7, 7}, adds: 0,
+		},
+		{
+			name: "after a restart the IDs in use are read from Neutron",
+			before: func(t *testing.T, n *fake.Neutron, tr map[string]*openstack.Trunk) ([]string, []string) {
+				old := subportCandidate(t, n, "old")
+				if err := n.AddSubports(ctx, tr["vm-1"].ID, []openstack.Subport{{PortID: old, SegmentationType: "vlan", SegmentationID: 1}}); err != nil {
+					t.Fatal(err)
+				}
+				return []string{subportCandidate(t, n, "new")}, []string{"vm-1"}
+			},
+			want: []int{2}, adds: 1,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n, nodes, trunks := vmNeutron(t)
+			ports, on := tc.before(t, n, trunks)
+			adds := n.Calls["AddSubports"]
+			x := &Trunks{N: n, WorkerSubnetID: "workers"}
+			for i, p := range ports {
+				s, err := x.Attach(ctx, nodes[on[i]], p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.VLAN != tc.want[i] || s.TrunkID != trunks[on[i]].ID || s.ParentPortID != "vmport-"+on[i] {
+					t.Errorf("port %d on %s: %+v, want VLAN %d on trunk %s", i, on[i], s, tc.want[i], trunks[on[i]].ID)
+				}
+			}
+			if got := n.Calls["AddSubports"] - adds; got != tc.adds {
+				t.Errorf("%d add_subports calls, want %d", got, tc.adds)
+			}
+		})
+	}
+}
+
+// Another writer (a Raven that led before) took the ID this one chose since it read the trunk: Neutron says
+// 409, and the port goes on the next free ID; no ID is ever on two ports.
+func TestTrunksAttachAfterAConflict(t *testing.T) {
+	ctx := context.Background()
+	n, nodes, trunks := vmNeutron(t)
+	x := &Trunks{N: n, WorkerSubnetID: "workers"}
+	if _, err := x.Attach(ctx, nodes["vm-1"], subportCandidate(t, n, "a")); err != nil {
+		t.Fatal(err)
+	}
+	other := subportCandidate(t, n, "other")
+	if err := n.AddSubports(ctx, trunks["vm-1"].ID, []openstack.Subport{{PortID: other, SegmentationType: "vlan", SegmentationID: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := x.Attach(ctx, nodes["vm-1"], subportCandidate(t, n, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.VLAN != 3 {
+		t.Fatalf("VLAN %d, want 3 (1 is a's, 2 the other writer's)", s.VLAN)
+	}
+	seen := map[int]string{}
+	for _, sp := range n.Trunks[trunks["vm-1"].ID].Subports {
+		if p, dup := seen[sp.SegmentationID]; dup {
+			t.Fatalf("VLAN %d is on %s and %s", sp.SegmentationID, p, sp.PortID)
+		}
+		seen[sp.SegmentationID] = sp.PortID
+	}
+}
+
+func TestTrunksAttachRefusals(t *testing.T) {
+	ctx := context.Background()
+	n, nodes, trunks := vmNeutron(t)
+	n.Ports["lonely"] = &openstack.Port{ID: "lonely", FixedIPs: []openstack.FixedIP{{SubnetID: "workers", IPAddress: "192.168.0.13"}}}
+	full := make([]openstack.Subport, 0, MaxVLAN)
+	for id := 1; id <= MaxVLAN; id++ {
+		p := fmt.Sprintf("filler-%d", id)
+		n.Ports[p] = &openstack.Port{ID: p}
+		full = append(full, openstack.Subport{PortID: p, SegmentationType: "vlan", SegmentationID: id})
+	}
+	if err := n.AddSubports(ctx, trunks["vm-2"].ID, full); err != nil {
+		t.Fatal(err)
+	}
+	x := &Trunks{N: n, WorkerSubnetID: "workers"}
+	for _, tc := range []struct {
+		node VMNode
+		want string
+		is   error
+	}{
+		{VMNode{Name: "vm-3", Address: "192.168.0.13"}, "trunk create --parent-port lonely", nil},
+		{VMNode{Name: "vm-4", Address: "192.168.0.14"}, "0 ports hold 192.168.0.14", nil},
+		{VMNode{Name: "vm-5"}, "no InternalIP", nil},
+		{nodes["vm-2"], "every VLAN ID", ErrTrunkFull},
+	} {
+		_, err := x.Attach(ctx, tc.node, subportCandidate(t, n, "p"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || tc.is != nil && !errors.Is(err, tc.is) {
+			t.Errorf("node %s: error %v, want one saying %q", tc.node.Name, err, tc.want)
+		}
+	}
+}
+
+// A subport cannot be deleted (Neutron's PortInUseAsSubPort); Detach takes it off its trunk first, whether
+// this Raven attached it or one before it did.
+func TestTrunksDetach(t *testing.T) {
+	ctx := context.Background()
+	for _, fresh := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fresh=%v", fresh), func(t *testing.T) {
+			n, nodes, trunks := vmNeutron(t)
+			x := &Trunks{N: n, WorkerSubnetID: "workers"}
+			p := subportCandidate(t, n, "a")
+			if _, err := x.Attach(ctx, nodes["vm-1"], p); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.DeletePort(ctx, p); openstack.KindOf(err) != openstack.KindConflict {
+				t.Fatalf("deleting a subport: %v, want Neutron's 409", err)
+			}
+			if fresh {
+				x = &Trunks{N: n, WorkerSubnetID: "workers"}
+			}
+			if err := x.Detach(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			if len(n.Trunks[trunks["vm-1"].ID].Subports) != 0 {
+				t.Fatal("the port is still a subport")
+			}
+			if err := n.DeletePort(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Detach(ctx, "never-attached"); err != nil {
+				t.Fatalf("detaching a port no trunk carries: %v", err)
+			}
+		})
+	}
+}

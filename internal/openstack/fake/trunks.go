@@ -1,0 +1,150 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/raven-net/raven/internal/openstack"
+)
+
+func conflict(msg string) error {
+	return openstack.NewError("fake trunk", openstack.KindConflict, 409, msg)
+}
+
+// AddTrunk makes a trunk whose parent is the port, as Nova's VLAN-aware VM has (for tests).
+func (n *Neutron) AddTrunk(parentPortID string) *openstack.Trunk {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.seq++
+	t := &openstack.Trunk{ID: fmt.Sprintf("trunk-%d", n.seq), PortID: parentPortID, Status: "ACTIVE"}
+	if n.Trunks == nil {
+		n.Trunks = map[string]*openstack.Trunk{}
+	}
+	n.Trunks[t.ID] = t
+	return t
+}
+
+// subportOf returns the trunk that carries the port, nil when none does. Caller holds n.mu.
+func (n *Neutron) subportOf(portID string) *openstack.Trunk {
+	for _, t := range n.Trunks {
+		for _, s := range t.Subports {
+			if s.PortID == portID {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+// PortsWithAddress implements openstack.Networking.
+func (n *Neutron) PortsWithAddress(_ context.Context, subnetID, ip string) ([]openstack.Port, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("PortsWithAddress", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.Port
+	for _, p := range n.Ports {
+		for _, f := range p.FixedIPs {
+			if f.SubnetID == subnetID && f.IPAddress == ip {
+				out = append(out, *p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ListTrunks implements openstack.Networking.
+func (n *Neutron) ListTrunks(_ context.Context, parentPortID string) ([]openstack.Trunk, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("ListTrunks", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.Trunk
+	for _, t := range n.Trunks {
+		if parentPortID == "" || t.PortID == parentPortID {
+			c := *t
+			c.Subports = slices.Clone(t.Subports)
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// GetTrunk implements openstack.Networking.
+func (n *Neutron) GetTrunk(_ context.Context, id string) (*openstack.Trunk, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("GetTrunk", false); err != nil {
+		return nil, err
+	}
+	t, ok := n.Trunks[id]
+	if !ok {
+		return nil, notFound("trunk")
+	}
+	c := *t
+	c.Subports = slices.Clone(t.Subports)
+	return &c, nil
+}
+
+// AddSubports implements openstack.Networking as Neutron does: all or none, refusing a segmentation ID the
+// trunk carries and a port that is a subport already; an added port's device_owner becomes trunk:subport.
+func (n *Neutron) AddSubports(_ context.Context, trunkID string, subs []openstack.Subport) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("AddSubports", true); err != nil {
+		return err
+	}
+	t, ok := n.Trunks[trunkID]
+	if !ok {
+		return notFound("trunk")
+	}
+	for i, s := range subs {
+		if _, ok := n.Ports[s.PortID]; !ok {
+			return notFound("port")
+		}
+		if n.subportOf(s.PortID) != nil || slices.ContainsFunc(subs[:i], func(o openstack.Subport) bool { return o.PortID == s.PortID }) {
+			return conflict("Port " + s.PortID + " is currently a subport")
+		}
+		if s.SegmentationID < 1 || s.SegmentationID > 4094 {
+			return openstack.NewError("fake trunk", openstack.KindBadRequest, 400, "segmentation ID out of range")
+		}
+		inUse := func(o openstack.Subport) bool { return o.SegmentationID == s.SegmentationID }
+		if slices.ContainsFunc(t.Subports, inUse) || slices.ContainsFunc(subs[:i], inUse) {
+			return conflict(fmt.Sprintf("segmentation ID %d is in use on trunk %s", s.SegmentationID, trunkID))
+		}
+	}
+	for _, s := range subs {
+		t.Subports = append(t.Subports, s)
+		n.Ports[s.PortID].DeviceOwner = openstack.SubportOwner
+	}
+	return nil
+}
+
+// RemoveSubports implements openstack.Networking: a port the trunk does not carry is a 404, and a removed
+// port's device_owner is emptied, as ML2/OVN's trunk driver does.
+func (n *Neutron) RemoveSubports(_ context.Context, trunkID string, portIDs []string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("RemoveSubports", true); err != nil {
+		return err
+	}
+	t, ok := n.Trunks[trunkID]
+	if !ok {
+		return notFound("trunk")
+	}
+	for _, id := range portIDs {
+		if !slices.ContainsFunc(t.Subports, func(s openstack.Subport) bool { return s.PortID == id }) {
+			return notFound("subport " + id)
+		}
+	}
+	t.Subports = slices.DeleteFunc(t.Subports, func(s openstack.Subport) bool { return slices.Contains(portIDs, s.PortID) })
+	for _, id := range portIDs {
+		if p, ok := n.Ports[id]; ok {
+			p.DeviceOwner = ""
+		}
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package openstack
+
+import (
+	"context"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/trunks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/pagination"
+)
+
+// Trunk is a VLAN-aware VM's trunk: its parent port (the VM's NIC) and the subports it carries.
+type Trunk struct {
+	ID       string    `json:"id"`
+	PortID   string    `json:"port_id"`
+	Status   string    `json:"status"`
+	Subports []Subport `json:"sub_ports"`
+}
+
+// Subport is a port a trunk carries, its frames tagged with SegmentationID on the parent port.
+type Subport struct {
+	PortID           string `json:"port_id"`
+	SegmentationType string `json:"segmentation_type"`
+	SegmentationID   int    `json:"segmentation_id"`
+}
+
+// SegmentationVLAN is the only segmentation type ML2/OVN's trunk driver supports.
+const SegmentationVLAN = "vlan"
+
+// SubportOwner is the device_owner Neutron gives a port once it is a subport (and takes away when it no
+// longer is).
+const SubportOwner = "trunk:subport"
+
+func (n *neutron) PortsWithAddress(ctx context.Context, subnetID, ip string) ([]Port, error) {
+	return allPages[Port](ctx, "neutron port list",
+		ports.List(n.c, ports.ListOpts{FixedIPs: []ports.FixedIPOpts{{SubnetID: subnetID, IPAddress: ip}}}),
+		ports.ExtractPortsInto)
+}
+
+func (n *neutron) ListTrunks(ctx context.Context, parentPortID string) ([]Trunk, error) {
+	return allPages[Trunk](ctx, "neutron trunk list", trunks.List(n.c, trunks.ListOpts{PortID: parentPortID}),
+		func(p pagination.Page, v any) error { return p.(trunks.TrunkPage).ExtractIntoSlicePtr(v, "trunks") })
+}
+
+func (n *neutron) GetTrunk(ctx context.Context, id string) (*Trunk, error) {
+	out := new(Trunk)
+	err := trunks.Get(ctx, n.c, id).ExtractIntoStructPtr(out, "trunk")
+	return out, wrap("neutron trunk get", err)
+}
+
+func (n *neutron) AddSubports(ctx context.Context, trunkID string, subs []Subport) error {
+	opts := trunks.AddSubportsOpts{}
+	for _, s := range subs {
+		opts.Subports = append(opts.Subports, trunks.Subport{PortID: s.PortID, SegmentationType: s.SegmentationType, SegmentationID: s.SegmentationID})
+	}
+	return wrap("neutron trunk add_subports", trunks.AddSubports(ctx, n.c, trunkID, opts).Err)
+}
+
+func (n *neutron) RemoveSubports(ctx context.Context, trunkID string, portIDs []string) error {
+	opts := trunks.RemoveSubportsOpts{}
+	for _, id := range portIDs {
+		opts.Subports = append(opts.Subports, trunks.RemoveSubport{PortID: id})
+	}
+	return wrap("neutron trunk remove_subports", trunks.RemoveSubports(ctx, n.c, trunkID, opts).Err)
+}
