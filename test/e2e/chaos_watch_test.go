@@ -75,9 +75,12 @@ func watchExpired(ctx context.Context, ns, rv string) (bool, error) {
 
 // A watch that expires (410 Gone) while Raven is frozen: pods deleted and created meanwhile, the apiserver
 // restarted and etcd compacted, so that Raven's informers cannot resume and must list again. No delete may
-// be missed: the deleted pods' ports go, the new pods get theirs.
+// be missed: the deleted pods' ports go, the new pods get theirs. Raven runs as a process without leader
+// election here: the installed one, frozen past its Lease's renew deadline, would step down and restart on
+// waking (and its liveness probe would fail), and a restart lists anew, which would hide the informers' relist.
 func TestChaosWatchExpired(t *testing.T) {
-	r := ensureRaven(t)
+	r := startRaven(t, ravenOpts{process: true})
+	t.Cleanup(r.stop)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createPods(t, ns, "a", 6)

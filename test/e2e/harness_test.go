@@ -231,7 +231,7 @@ type ravenOpts struct {
 	// period of 2s (which let tests see repairs and sweeps quickly); the benchmark passes the shipped defaults.
 	resync, orphanGrace time.Duration
 	// process runs Raven as a process beside the stack even where the installed one could run: the
-	// benchmarks, which measure the same binary on every stack.
+	// benchmarks, which measure the same binary on every stack, and a test that freezes Raven.
 	process bool
 }
 
@@ -336,7 +336,8 @@ func writeConfig(t testing.TB, extra string) string {
 // ensureRaven returns the running Raven, starting one with default options when none runs.
 func ensureRaven(t testing.TB) *Raven {
 	t.Helper()
-	if env.raven != nil && env.raven.running() {
+	// On real nodes the default Raven is the installed one, whatever process a test before started.
+	if env.raven != nil && env.raven.running() && (env.raven.installed || !realNodes()) {
 		return env.raven
 	}
 	return startRaven(t, ravenOpts{})
