@@ -125,7 +125,7 @@ func add(ctx context.Context, vs ovs.Client, a *skel.CmdArgs, c *Conf, e Entry) 
 		return nil, fmt.Errorf("plugging port %s: %w", e.Port.ID, err)
 	}
 	ids := map[string]string{ovs.KeyIfaceID: e.Port.ID, ovs.KeyAttachedMAC: s.MAC.String(), ovs.KeyIfaceStatus: "active"}
-	if err := vs.AddPort(ctx, s.HostIfName, ids); err != nil {
+	if err := vs.AddPort(ctx, s.HostIfName, 0, ids); err != nil {
 		return nil, fmt.Errorf("adding %s to the bridge: %w", s.HostIfName, err)
 	}
 	if err := vs.WaitInstalled(ctx, s.HostIfName, map[string]string{ovs.KeyIfaceID: e.Port.ID}); err != nil {

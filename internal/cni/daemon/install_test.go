@@ -53,6 +53,8 @@ func TestValidate(t *testing.T) {
 		{name: "no node name", edit: func(o *Options) { o.NodeName = "" }, wantErr: true},
 		{name: "install without directories", edit: func(o *Options) { o.InstallPlugin = "/x"; o.CNIBinDir = "" }, wantErr: true},
 		{name: "a zero ready timeout", edit: func(o *Options) { o.ReadyTimeout = 0 }, wantErr: true},
+		{name: "a nested node", edit: func(o *Options) { o.Nested = true; o.Bridge = "br-vm" }},
+		{name: "a nested node with ovn-controller", edit: func(o *Options) { o.Nested = true; o.OVNRunDir = "/run/ovn" }, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

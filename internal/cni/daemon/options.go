@@ -29,6 +29,7 @@ type Options struct {
 	// CNIConflist, when set, is the conflist to install instead of the generated one (to chain plugins).
 	CNIConflist string
 	MetricsAddr string
+	Nested      bool
 }
 
 // BindFlags registers the flags on fs and returns the Options they fill.
@@ -53,6 +54,9 @@ func BindFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.CNIConflist, "cni-conflist", "", "conflist file to install as 10-raven.conflist instead of the generated one "+
 		"(with --install-cni-plugin); it must name raven-cni and the same socket")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "address to serve /metrics and /healthz on; empty means none")
+	fs.BoolVar(&o.Nested, "nested", false, "this node is a Nova VM (a nested node): its pods' ports are VLAN subports of the VM port's trunk, "+
+		"plugged into --bridge (the VM's own, whose uplink is the VM's NIC) as access ports of their VLAN, and a pod is ready once its "+
+		"gateway answers ARP")
 	return o
 }
 
@@ -70,6 +74,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ReadyTimeout <= 0 {
 		errs = append(errs, errors.New("--ready-timeout must be positive"))
+	}
+	if o.Nested && o.OVNRunDir != "" {
+		errs = append(errs, errors.New("--nested and --ovn-rundir: a nested node's VM runs no ovn-controller (the hypervisor's binds its ports)"))
 	}
 	if o.InstallPlugin != "" && (o.CNIBinDir == "" || o.CNIConfDir == "") {
 		errs = append(errs, errors.New("--install-cni-plugin needs --cni-bin-dir and --cni-conf-dir"))

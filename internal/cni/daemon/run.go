@@ -60,7 +60,7 @@ func Run(ctx context.Context, o *Options) error {
 	vsctl := &ovs.VSCtl{DB: o.OVSDB, Bridge: o.Bridge, OVSRunDir: o.OVSRunDir, OVNRunDir: o.OVNRunDir, Watch: watch}
 	srv := server.New(server.Config{
 		Node: o.NodeName, ReadyTimeout: o.ReadyTimeout, Pods: pods, OVS: vsctl, Plumber: server.Netlink{DatapathNetns: o.DatapathNetns},
-		Recorder: recorder, Metrics: server.NewMetrics(reg), Monitor: watch, PodsAPI: cs.CoreV1(),
+		Recorder: recorder, Metrics: server.NewMetrics(reg), Monitor: watch, PodsAPI: cs.CoreV1(), Nested: o.Nested,
 		Lookup: func(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 			pod, err := cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
@@ -79,11 +79,13 @@ func Run(ctx context.Context, o *Options) error {
 		// Not fatal: STATUS reports it to the runtime, and ADD fails with the reason until OVS is back.
 		logger.Error(err, "Open vSwitch is not ready; pods cannot be plugged until it is")
 	}
-	// Running pods whose port the controller changes follow it (their ADD is long over).
-	go srv.Follow(ctx)
-	// A running pod whose interface loses its OVN binding (its port deleted in Neutron) has its port checked now,
-	// not at the controller's next resync.
-	go srv.WatchBindings(ctx)
+	if !o.Nested {
+		// Running pods whose port the controller changes follow it (their ADD is long over).
+		go srv.Follow(ctx)
+		// A running pod whose interface loses its OVN binding (its port deleted in Neutron) has its port checked
+		// now, not at the controller's next resync. Both read ovn-installed, which only a chassis has.
+		go srv.WatchBindings(ctx)
+	}
 	l, err := server.Listen(o.Socket)
 	if err != nil {
 		return err

@@ -51,8 +51,9 @@ var ErrNotInstalled = errors.New("ovn-installed not set")
 // Client is everything raven-node does with OVS, on one bridge.
 type Client interface {
 	// AddPort adds the named port to the bridge with these external_ids, replacing a port of that name
-	// (its Interface row is new: it carries nothing of a former plug).
-	AddPort(ctx context.Context, name string, externalIDs map[string]string) error
+	// (its Interface row is new: it carries nothing of a former plug). A tag above 0 makes it an access port
+	// of that VLAN (a nested pod's, on the node VM's own bridge).
+	AddPort(ctx context.Context, name string, tag int, externalIDs map[string]string) error
 	// DelPort removes the port from the bridge; a port that is not there is fine.
 	DelPort(ctx context.Context, name string) error
 	// SetExternalIDs sets these external_ids on the named interface's row and removes the keys of unset, in

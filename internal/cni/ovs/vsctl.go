@@ -115,9 +115,12 @@ func (v *VSCtl) vsctl(ctx context.Context, args ...string) ([]byte, error) {
 // apply the change (--no-wait): the caller waits for ovn-installed, which ovn-controller sets only once the
 // interface is in the datapath with its flows. Waiting for each reconfiguration as well serialised a burst
 // of plugs behind ovs-vswitchd.
-func (v *VSCtl) AddPort(ctx context.Context, name string, externalIDs map[string]string) error {
-	args := []string{"--no-wait", "--", "--if-exists", "del-port", v.Bridge, name,
-		"--", "add-port", v.Bridge, name, "--", "set", "Interface", name}
+func (v *VSCtl) AddPort(ctx context.Context, name string, tag int, externalIDs map[string]string) error {
+	args := []string{"--no-wait", "--", "--if-exists", "del-port", v.Bridge, name, "--", "add-port", v.Bridge, name}
+	if tag > 0 {
+		args = append(args, fmt.Sprintf("tag=%d", tag))
+	}
+	args = append(args, "--", "set", "Interface", name)
 	for _, k := range slices.Sorted(maps.Keys(externalIDs)) {
 		args = append(args, fmt.Sprintf("external_ids:%s=%s", k, quote(externalIDs[k])))
 	}

@@ -40,10 +40,18 @@ func TestVSCtlCalls(t *testing.T) {
 		{
 			name: "add-port keeps an existing port and quotes every external id",
 			do: func(ctx context.Context, v *VSCtl) error {
-				return v.AddPort(ctx, "tapX", map[string]string{"iface-id": "p1", "raven-pod": "ns/a b"})
+				return v.AddPort(ctx, "tapX", 0, map[string]string{"iface-id": "p1", "raven-pod": "ns/a b"})
 			},
 			want: []string{"ovs-vsctl", "--timeout=10", "--db=unix:/tmp/db.sock", "--no-wait", "--", "--if-exists", "del-port", "br-int", "tapX", "--", "add-port", "br-int", "tapX",
 				"--", "set", "Interface", "tapX", `external_ids:iface-id="p1"`, `external_ids:raven-pod="ns/a b"`},
+		},
+		{
+			name: "a nested pod's port is an access port of its VLAN",
+			do: func(ctx context.Context, v *VSCtl) error {
+				return v.AddPort(ctx, "tapX", 42, map[string]string{"iface-id": "p1"})
+			},
+			want: []string{"ovs-vsctl", "--timeout=10", "--db=unix:/tmp/db.sock", "--no-wait", "--", "--if-exists", "del-port", "br-int", "tapX", "--", "add-port", "br-int", "tapX", "tag=42",
+				"--", "set", "Interface", "tapX", `external_ids:iface-id="p1"`},
 		},
 		{
 			name: "del-port is idempotent",

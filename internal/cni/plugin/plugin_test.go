@@ -39,6 +39,8 @@ func (plumber) Inspect(context.Context, string, string) (plug.Observed, error) {
 }
 func (plumber) Readdress(context.Context, plug.Spec) error { return errors.New("not used") }
 
+func (plumber) WaitGateway(context.Context, plug.Spec, net.IP) error { return errors.New("not used") }
+
 func annotatedPod(t *testing.T) *corev1.Pod {
 	t.Helper()
 	port, _ := annotations.Encode(annotations.Port{

@@ -23,6 +23,7 @@ const (
 	ReasonPortBoundElsewhere = "PortBoundElsewhere"
 	ReasonInvalidPort        = "InvalidPortAnnotation"
 	ReasonPlugFailed         = "NetworkPlugFailed"
+	ReasonNotNested          = "NodeNotNested"
 )
 
 func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) (json.RawMessage, error) {
@@ -55,15 +56,22 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 	if err != nil {
 		return nil, s.fail(ctx, pod, ReasonInvalidPort, newError(types.ErrInvalidNetworkConfig, "pod %s: %w", pod, err))
 	}
+	tag, err := s.vlan(t)
+	if err != nil {
+		return nil, s.fail(ctx, pod, ReasonNotNested, newError(types.ErrInvalidNetworkConfig, "pod %s, port %s: %w", pod, t.port.ID, err))
+	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("port", t.port.ID, "interface", spec.HostIfName))
 
 	plugStart := time.Now()
 	ids := plugIDs(req, conf.Name, pod, t, spec)
-	res, err := s.plug(ctx, spec, ids)
+	res, err := s.plug(ctx, spec, tag, ids)
 	if err != nil {
 		return nil, s.fail(ctx, pod, ReasonPlugFailed, newError(types.ErrInternal, "pod %s, port %s: %w", pod, t.port.ID, err))
 	}
 	waitStart := time.Now()
+	if tag > 0 {
+		return s.nestedReady(ctx, req, pod, t, spec, res, conf, waitStart)
+	}
 	if err := s.cfg.OVS.WaitInstalled(ctx, spec.HostIfName, ids); err != nil {
 		s.undo(ctx, req.ContainerID, spec)
 		if errors.Is(err, ovs.ErrNotInstalled) {
@@ -168,7 +176,7 @@ func plugIDs(req wire.Request, network string, pod wire.Pod, t target, spec plug
 
 // plug replaces whatever a former sandbox left on the port's interface, builds the pair and adds the host
 // end to the bridge with these external_ids. On error nothing of it is left.
-func (s *Server) plug(ctx context.Context, spec plug.Spec, ids map[string]string) (plug.Result, error) {
+func (s *Server) plug(ctx context.Context, spec plug.Spec, tag int, ids map[string]string) (plug.Result, error) {
 	unlock := s.locks.lock(spec.HostIfName)
 	defer unlock()
 	if err := s.takeOver(ctx, spec.HostIfName); err != nil {
@@ -178,7 +186,7 @@ func (s *Server) plug(ctx context.Context, spec plug.Spec, ids map[string]string
 	if err != nil {
 		return plug.Result{}, fmt.Errorf("setting up the pod's interface: %w", err)
 	}
-	if err := s.cfg.OVS.AddPort(ctx, spec.HostIfName, ids); err != nil {
+	if err := s.cfg.OVS.AddPort(ctx, spec.HostIfName, tag, ids); err != nil {
 		cctx, cancel := cleanupContext(ctx)
 		defer cancel()
 		_ = s.cfg.OVS.DelPort(cctx, spec.HostIfName)

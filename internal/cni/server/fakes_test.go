@@ -40,6 +40,8 @@ type fakePlumber struct {
 	links    map[string]plug.Spec
 	setups   []plug.Spec
 	setupErr error
+	// gatewayErr makes WaitGateway wait out its context and fail with it (a gateway that never answers).
+	gatewayErr error
 }
 
 func newFakePlumber() *fakePlumber { return &fakePlumber{links: map[string]plug.Spec{}} }
@@ -207,3 +209,15 @@ func (w waitLog) Info(_ int, msg string, kvs ...any) {
 func (w waitLog) Error(error, string, ...any)    {}
 func (w waitLog) WithValues(...any) klog.LogSink { return w }
 func (w waitLog) WithName(string) klog.LogSink   { return w }
+
+// WaitGateway implements Plumber: the gateway answers at once unless gatewayErr is set.
+func (f *fakePlumber) WaitGateway(ctx context.Context, _ plug.Spec, _ net.IP) error {
+	f.mu.Lock()
+	err := f.gatewayErr
+	f.mu.Unlock()
+	if err != nil {
+		<-ctx.Done()
+		return err
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 
 	"github.com/raven-net/raven/internal/cni/plug"
 )
@@ -13,6 +14,8 @@ type Plumber interface {
 	Inspect(ctx context.Context, netns, ifName string) (plug.Observed, error)
 	// Readdress gives the pod end of a plugged pair spec's MAC, address and routes (a running pod's new port).
 	Readdress(ctx context.Context, spec plug.Spec) error
+	// WaitGateway returns once gw answers ARP on the pod's interface, or an error when ctx ends first.
+	WaitGateway(ctx context.Context, spec plug.Spec, gw net.IP) error
 }
 
 // Netlink is the Plumber of package plug.
@@ -43,4 +46,9 @@ func (Netlink) Inspect(_ context.Context, netns, ifName string) (plug.Observed, 
 // Readdress implements Plumber.
 func (Netlink) Readdress(_ context.Context, spec plug.Spec) error {
 	return plug.Readdress(spec)
+}
+
+// WaitGateway implements Plumber.
+func (Netlink) WaitGateway(ctx context.Context, spec plug.Spec, gw net.IP) error {
+	return plug.WaitNeighbour(ctx, spec.Netns, spec.IfName, gw)
 }

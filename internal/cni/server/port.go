@@ -64,11 +64,8 @@ func evaluate(pod *corev1.Pod, want wire.Pod, node string) (t target, waitingFor
 	if port.PodUID != "" && port.PodUID != uid {
 		return target{}, fmt.Sprintf("a port for pod UID %s (port %s is for UID %s)", uid, port.ID, port.PodUID), nil
 	}
-	if port.HostID != "" && port.HostID != node {
-		return target{}, "", &boundElsewhereError{port: port.ID, host: port.HostID, node: node}
-	}
-	if port.HostID == "" {
-		return target{}, fmt.Sprintf("port %s to be bound to node %s (its binding:host_id is empty)", port.ID, node), nil
+	if waitingFor, err := checkBinding(port, node); err != nil || waitingFor != "" {
+		return target{}, waitingFor, err
 	}
 	if len(port.FixedIPs) == 0 {
 		return target{}, fmt.Sprintf("an IP address on port %s", port.ID), nil
@@ -78,6 +75,22 @@ func evaluate(pod *corev1.Pod, want wire.Pod, node string) (t target, waitingFor
 		return target{}, waitingFor, nil
 	}
 	return target{pod: pod, uid: uid, port: port, subnet: subnet}, "", nil
+}
+
+// checkBinding says whether the port is this node's to plug: bound to it, or a subport of its VM's trunk (a
+// nested node's pod). A port of another node is an error; an unbound one is waited for.
+func checkBinding(port annotations.Port, node string) (waitingFor string, err error) {
+	switch {
+	case port.Nested != nil && port.Nested.Node != node:
+		return "", &boundElsewhereError{port: port.ID, host: port.Nested.Node, node: node}
+	case port.Nested != nil:
+		return "", nil
+	case port.HostID != "" && port.HostID != node:
+		return "", &boundElsewhereError{port: port.ID, host: port.HostID, node: node}
+	case port.HostID == "":
+		return fmt.Sprintf("port %s to be bound to node %s (its binding:host_id is empty)", port.ID, node), nil
+	}
+	return "", nil
 }
 
 // portSubnet reads the pod's subnet annotation, or says what is still awaited: a valid annotation naming

@@ -40,6 +40,10 @@ type Config struct {
 	PodsAPI typedcorev1.PodsGetter
 	// UnboundGrace is how long such an interface may stay without binding first (0: DefaultUnboundGrace).
 	UnboundGrace time.Duration
+	// Nested says the node is a nested node (a Nova VM): its pods' ports are VLAN subports of the VM port's
+	// trunk, plugged as access ports of their VLAN on the VM's own bridge (OVS is the VM's, with no
+	// ovn-controller), and a pod is ready once its gateway answers ARP through the trunk.
+	Nested bool
 }
 
 // Server answers CNI requests.

@@ -23,6 +23,15 @@ type OVS struct {
 	AddPortErr error
 	// HealthErr, when set, is returned by Health.
 	HealthErr error
+	// Tags holds each port's VLAN tag as AddPort set it (0: none). Guarded by the fake's lock (TagOf).
+	Tags map[string]int
+}
+
+// TagOf is the VLAN tag AddPort gave the port.
+func (o *OVS) TagOf(name string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.Tags[name]
 }
 
 var _ ovs.Client = (*OVS)(nil)
@@ -38,12 +47,16 @@ func (o *OVS) notify() {
 }
 
 // AddPort implements ovs.Client.
-func (o *OVS) AddPort(_ context.Context, name string, ids map[string]string) error {
+func (o *OVS) AddPort(_ context.Context, name string, tag int, ids map[string]string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.AddPortErr != nil {
 		return o.AddPortErr
 	}
+	if o.Tags == nil {
+		o.Tags = map[string]int{}
+	}
+	o.Tags[name] = tag
 	cur := maps.Clone(ids) // a new row: nothing of a former plug stays
 	if cur == nil {
 		cur = map[string]string{}
