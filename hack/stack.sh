@@ -688,7 +688,8 @@ bind_host = 127.0.0.1
 bind_port = $port
 auth_strategy = $auth
 core_plugin = ml2
-service_plugins = ovn-router
+# trunk: VLAN-aware VMs, whose ports carry nested nodes' pods' ports as subports.
+service_plugins = ovn-router,trunk
 api_paste_config = $STACK_DIR/neutron/api-paste.ini
 state_path = $STACK_DIR/neutron/state
 transport_url = fake://

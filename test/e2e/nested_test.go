@@ -1,0 +1,214 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/pkg/annotations"
+)
+
+// neutronDo sends one request to the stack's Neutron (no Keystone on the main stack) and decodes the answer
+// into out (nil: none wanted); a failure fails the test.
+func neutronDo(t *testing.T, method, path string, body, out any) {
+	t.Helper()
+	if err := neutronTry(method, path, body, out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// neutronTry is neutronDo for cleanups, which report what they could not undo and go on.
+func neutronTry(method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, env.vars["NEUTRON_URL"]+"/v2.0/"+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("neutron %s %s: %s: %s", method, path, resp.Status, raw)
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+// undo runs a cleanup request and logs what it could not undo.
+func undo(t *testing.T, method, path string, body any) {
+	if err := neutronTry(method, path, body, nil); err != nil {
+		t.Logf("cleanup: %v", err)
+	}
+}
+
+// vmNode is a Nova VM standing for a nested node on the local stack: its port on a worker network, bound to
+// the chassis node-1, the parent of a trunk.
+type vmNode struct {
+	name, subnet, port, trunk, address string
+}
+
+// newVMNode makes the worker network, the VM's port and its trunk in Neutron, and the Node object (no kubelet
+// runs it: pods bound to it by name never run, and what Raven does for them is control plane alone). All go
+// at the end of the test.
+func newVMNode(t *testing.T, name, cidr, address string) vmNode {
+	t.Helper()
+	vm := vmNode{name: name, address: address}
+	var net struct{ Network struct{ ID string } }
+	neutronDo(t, http.MethodPost, "networks", map[string]any{"network": map[string]any{"name": "workers-" + name}}, &net)
+	t.Cleanup(func() { undo(t, http.MethodDelete, "networks/"+net.Network.ID, nil) })
+	var sub struct{ Subnet struct{ ID string } }
+	neutronDo(t, http.MethodPost, "subnets", map[string]any{"subnet": map[string]any{"network_id": net.Network.ID, "ip_version": 4,
+		"cidr": cidr, "enable_dhcp": false, "name": "workers-" + name}}, &sub)
+	vm.subnet = sub.Subnet.ID
+	var port struct{ Port struct{ ID string } }
+	neutronDo(t, http.MethodPost, "ports", map[string]any{"port": map[string]any{"network_id": net.Network.ID, "name": name,
+		"fixed_ips": []any{map[string]any{"subnet_id": vm.subnet, "ip_address": address}}, "device_owner": "compute:nova",
+		"binding:host_id": env.vars["STACK_NODE_NAME"]}}, &port)
+	vm.port = port.Port.ID
+	t.Cleanup(func() { undo(t, http.MethodDelete, "ports/"+vm.port, nil) })
+	var trunk struct{ Trunk struct{ ID string } }
+	neutronDo(t, http.MethodPost, "trunks", map[string]any{"trunk": map[string]any{"port_id": vm.port, "name": name}}, &trunk)
+	vm.trunk = trunk.Trunk.ID
+	t.Cleanup(func() {
+		// Raven's subports go with their namespace, after the test: take them off first, as Nova would.
+		var tr struct{ Trunk openstack.Trunk }
+		_ = neutronTry(http.MethodGet, "trunks/"+vm.trunk, nil, &tr)
+		for _, s := range tr.Trunk.Subports {
+			undo(t, http.MethodPut, "trunks/"+vm.trunk+"/remove_subports", map[string]any{"sub_ports": []any{map[string]any{"port_id": s.PortID}}})
+		}
+		undo(t, http.MethodDelete, "trunks/"+vm.trunk, nil)
+	})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"raven.io/nested": "true"}}}
+	if _, err := env.kube.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: address}}
+	if _, err := env.kube.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return vm
+}
+
+// subports reads the trunk's subports from Neutron, by port.
+func (vm vmNode) subports(t *testing.T) map[string]int {
+	t.Helper()
+	var tr struct{ Trunk openstack.Trunk }
+	neutronDo(t, http.MethodGet, "trunks/"+vm.trunk, nil, &tr)
+	out := map[string]int{}
+	for _, s := range tr.Trunk.Subports {
+		out[s.PortID] = s.SegmentationID
+	}
+	return out
+}
+
+// nbPort reads a logical switch port's parent_name and tag from OVN's northbound database.
+func nbPort(t *testing.T, id string) (parent, tag string) {
+	t.Helper()
+	out, err := exec.Command("ovn-nbctl", "--db="+env.vars["STACK_OVN_NB_TCP"], "--timeout=10", "--bare", "--columns=parent_name,tag",
+		"find", "Logical_Switch_Port", "name="+id).Output()
+	if err != nil {
+		t.Fatalf("ovn-nbctl: %v", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) < 2 {
+		return "", ""
+	}
+	return f[0], f[1]
+}
+
+// Nested nodes against the real Neutron (trunk service plugin, ML2/OVN's trunk driver) and OVN: a Node that
+// stands for a Nova VM, whose port on a worker network is bound to the chassis node-1 and is the parent of a
+// trunk. Raven, configured with the worker subnet and a node selector (applied by a rollout of the changed
+// raven.yaml), gives the pods bound to that node unbound ports that become subports of the trunk, each on a
+// VLAN of its own there; OVN makes each a logical switch port with the VM's port as parent and the VLAN as tag
+// (what a chassis matches a VM's tagged frames by). A deleted pod's port comes off the trunk and goes.
+func TestNestedPodsAreTrunkSubports(t *testing.T) {
+	if !realNodes() {
+		t.Skip("runs against the installed Raven")
+	}
+	vm := newVMNode(t, "vm-"+randSuffix(), "192.168.100.0/24", "192.168.100.11")
+	startRaven(t, ravenOpts{config: writeConfig(t, fmt.Sprintf("nested: {workerSubnetID: %s, nodeSelector: raven.io/nested=true}\n", vm.subnet))})
+	t.Cleanup(func() { startRaven(t, ravenOpts{}) }) // the suite's configuration again
+
+	ns := newNamespace(t)
+	// No kubelet confirms these pods' deletion: they go at once, before their namespace does.
+	t.Cleanup(func() {
+		_ = env.kube.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
+	})
+	const n = 3
+	for i := range n {
+		p := podSpec(fmt.Sprintf("nested-%d", i))
+		p.Spec.NodeName = vm.name
+		if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ports := map[string]annotations.Port{}
+	eventually(t, time.Minute, "the nested pods' annotations with their VLANs", func() (bool, error) {
+		for i := range n {
+			name := fmt.Sprintf("nested-%d", i)
+			_, a := portAnnotation(t, ns, name)
+			if a == nil || a.Nested == nil {
+				return false, nil
+			}
+			ports[name] = *a
+		}
+		return true, nil
+	})
+	subs := vm.subports(t)
+	vlans := []int{}
+	for name, a := range ports {
+		if a.HostID != "" || a.Nested.Node != vm.name || a.Nested.TrunkID != vm.trunk || a.Nested.ParentPortID != vm.port {
+			t.Errorf("pod %s: port %s host %q nested %+v, want an unbound subport of trunk %s of %s", name, a.ID, a.HostID, *a.Nested, vm.trunk, vm.name)
+		}
+		if subs[a.ID] != a.Nested.VLAN {
+			t.Errorf("pod %s: Neutron's trunk has port %s on VLAN %d, the annotation says %d", name, a.ID, subs[a.ID], a.Nested.VLAN)
+		}
+		if parent, tag := nbPort(t, a.ID); parent != vm.port || tag != fmt.Sprint(a.Nested.VLAN) {
+			t.Errorf("pod %s: OVN's logical switch port has parent %q and tag %q, want %s and %d", name, parent, tag, vm.port, a.Nested.VLAN)
+		}
+		vlans = append(vlans, a.Nested.VLAN)
+	}
+	slices.Sort(vlans)
+	if len(slices.Compact(slices.Clone(vlans))) != n {
+		t.Errorf("VLANs %v: two pods share one", vlans)
+	}
+	t.Logf("%d pods on nested node %s: subports of trunk %s on VLANs %v, each a logical switch port with parent %s", n, vm.name, vm.trunk, vlans, vm.port)
+
+	gone := ports["nested-0"].ID
+	if err := env.kube.CoreV1().Pods(ns).Delete(context.Background(), "nested-0", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	waitPortGone(t, gone, "the deleted nested pod's port to be gone")
+	if _, on := vm.subports(t)[gone]; on {
+		t.Errorf("port %s is gone from Neutron but still on trunk %s", gone, vm.trunk)
+	}
+}
