@@ -89,7 +89,8 @@ func (m *Manager) dropExtraPorts(ctx context.Context, uid, network, preferred st
 
 // loadPortsOf puts the ports Neutron holds for a pod (by device_id) into the index.
 func (m *Manager) loadPortsOf(ctx context.Context, uid string) error {
-	ports, err := m.N.ListPorts(ctx, openstack.Filter{DeviceID: uid, Tags: ownership.ClusterSelector(m.C.ID)})
+	// By the owner's tag, not device_id: a nested pod's port has none (a subport may not).
+	ports, err := m.N.ListPorts(ctx, openstack.Filter{Tags: ownership.UIDSelector(m.C.ID, uid)})
 	if err != nil {
 		return err
 	}
@@ -199,12 +200,16 @@ func (m *Manager) fromPool(ctx context.Context, nn *NamespaceNet, pod PodRef, ow
 	return m.P.Take(ctx, nn, pod, owner)
 }
 
-// portSpec is the create request of the pod's own port.
+// portSpec is the create request of the pod's own port. A nested node's pod's port has no device_id: Neutron
+// refuses a subport with one (PortInUse); its tags name the pod.
 func (m *Manager) portSpec(pod PodRef, nn *NamespaceNet, owner ownership.Owner) openstack.PortSpec {
 	spec := openstack.PortSpec{
 		Name: pod.Name, NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner, DeviceID: pod.UID,
 		Description: Marker(owner.Tags()), Tags: owner.Tags(),
 		HostID: pod.bindHost(), SecurityGroups: m.groups(pod),
+	}
+	if pod.VM != nil {
+		spec.DeviceID = ""
 	}
 	if nn.Subnet != nil {
 		spec.SubnetID = nn.Subnet.ID

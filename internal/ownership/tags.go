@@ -62,6 +62,11 @@ func ClusterSelector(cluster string) []string {
 	return []string{clusterKey + cluster}
 }
 
+// UIDSelector is the tag filter of the cluster's objects owned by the Kubernetes object of that UID.
+func UIDSelector(cluster, uid string) []string {
+	return []string{clusterKey + cluster, uidKey + uid}
+}
+
 // Parse reads an owner back from tags. ok is false when the tags carry no Raven cluster.
 func Parse(tags []string) (o Owner, ok bool) {
 	for _, t := range tags {

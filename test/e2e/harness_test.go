@@ -92,6 +92,12 @@ func setup() error {
 	if err := connect(vars); err != nil {
 		return err
 	}
+	// The installed Raven and raven-node run the images the stack was brought up with, not this tree.
+	if tree, err := exec.Command("git", "-C", env.repo, "describe", "--tags", "--always", "--dirty").Output(); err == nil &&
+		vars["STACK_IMAGES_VERSION"] != "" && strings.TrimSpace(string(tree)) != vars["STACK_IMAGES_VERSION"] {
+		harnessLog("WARNING: the stack's images are of %s, the tree is %s: the installed Raven and raven-node run the former "+
+			"(hack/stack.sh down, then up, to test this tree)", vars["STACK_IMAGES_VERSION"], strings.TrimSpace(string(tree)))
+	}
 	env.ravenBin = filepath.Join(env.repo, "bin", "raven-e2e")
 	harnessLog("building %s", env.ravenBin)
 	return runCmd("go", "build", "-o", env.ravenBin, filepath.Join(env.repo, "cmd/raven"))

@@ -171,32 +171,8 @@ func TestNestedPodsAreTrunkSubports(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ports := map[string]annotations.Port{}
-	eventually(t, time.Minute, "the nested pods' annotations with their VLANs", func() (bool, error) {
-		for i := range n {
-			name := fmt.Sprintf("nested-%d", i)
-			_, a := portAnnotation(t, ns, name)
-			if a == nil || a.Nested == nil {
-				return false, nil
-			}
-			ports[name] = *a
-		}
-		return true, nil
-	})
-	subs := vm.subports(t)
-	vlans := []int{}
-	for name, a := range ports {
-		if a.HostID != "" || a.Nested.Node != vm.name || a.Nested.TrunkID != vm.trunk || a.Nested.ParentPortID != vm.port {
-			t.Errorf("pod %s: port %s host %q nested %+v, want an unbound subport of trunk %s of %s", name, a.ID, a.HostID, *a.Nested, vm.trunk, vm.name)
-		}
-		if subs[a.ID] != a.Nested.VLAN {
-			t.Errorf("pod %s: Neutron's trunk has port %s on VLAN %d, the annotation says %d", name, a.ID, subs[a.ID], a.Nested.VLAN)
-		}
-		if parent, tag := nbPort(t, a.ID); parent != vm.port || tag != fmt.Sprint(a.Nested.VLAN) {
-			t.Errorf("pod %s: OVN's logical switch port has parent %q and tag %q, want %s and %d", name, parent, tag, vm.port, a.Nested.VLAN)
-		}
-		vlans = append(vlans, a.Nested.VLAN)
-	}
+	ports := waitNestedAnnotations(t, ns, n)
+	vlans := checkSubports(t, vm, ports)
 	slices.Sort(vlans)
 	if len(slices.Compact(slices.Clone(vlans))) != n {
 		t.Errorf("VLANs %v: two pods share one", vlans)
@@ -211,4 +187,43 @@ func TestNestedPodsAreTrunkSubports(t *testing.T) {
 	if _, on := vm.subports(t)[gone]; on {
 		t.Errorf("port %s is gone from Neutron but still on trunk %s", gone, vm.trunk)
 	}
+}
+
+// waitNestedAnnotations waits until pods nested-0..n-1 carry port annotations that place them on a trunk.
+func waitNestedAnnotations(t *testing.T, ns string, n int) map[string]annotations.Port {
+	t.Helper()
+	ports := map[string]annotations.Port{}
+	eventually(t, time.Minute, "the nested pods' annotations with their VLANs", func() (bool, error) {
+		for i := range n {
+			name := fmt.Sprintf("nested-%d", i)
+			_, a := portAnnotation(t, ns, name)
+			if a == nil || a.Nested == nil {
+				return false, nil
+			}
+			ports[name] = *a
+		}
+		return true, nil
+	})
+	return ports
+}
+
+// checkSubports checks each pod's port against Neutron's trunk and OVN's logical switch port, and returns the
+// VLANs.
+func checkSubports(t *testing.T, vm vmNode, ports map[string]annotations.Port) []int {
+	t.Helper()
+	subs := vm.subports(t)
+	vlans := []int{}
+	for name, a := range ports {
+		if a.HostID != "" || a.Nested.Node != vm.name || a.Nested.TrunkID != vm.trunk || a.Nested.ParentPortID != vm.port {
+			t.Errorf("pod %s: port %s host %q nested %+v, want an unbound subport of trunk %s of %s", name, a.ID, a.HostID, *a.Nested, vm.trunk, vm.name)
+		}
+		if subs[a.ID] != a.Nested.VLAN {
+			t.Errorf("pod %s: Neutron's trunk has port %s on VLAN %d, the annotation says %d", name, a.ID, subs[a.ID], a.Nested.VLAN)
+		}
+		if parent, tag := nbPort(t, a.ID); parent != vm.port || tag != fmt.Sprint(a.Nested.VLAN) {
+			t.Errorf("pod %s: OVN's logical switch port has parent %q and tag %q, want %s and %d", name, parent, tag, vm.port, a.Nested.VLAN)
+		}
+		vlans = append(vlans, a.Nested.VLAN)
+	}
+	return vlans
 }

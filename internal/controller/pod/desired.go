@@ -5,6 +5,7 @@ import (
 
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
@@ -26,11 +27,15 @@ func PortAnnotation(p openstack.Port, mtu int) annotations.Port {
 	if sgs == nil {
 		sgs = []string{}
 	}
+	podUID := p.DeviceID
+	if o, ok := ownership.Parse(p.Tags); ok && podUID == "" {
+		podUID = o.UID // a nested pod's subport has no device_id; its tags name the pod
+	}
 	return annotations.Port{
 		ID: p.ID, Name: p.Name, NetworkID: p.NetworkID, TenantID: p.ProjectID, ProjectID: p.ProjectID,
 		MACAddress: p.MACAddress, FixedIPs: ips, Status: p.Status, AdminStateUp: p.AdminStateUp,
 		DeviceOwner: p.DeviceOwner, DeviceID: p.DeviceID, SecurityGroups: sgs,
-		HostID: p.HostID, VIFType: p.VIFType, VIFDetails: p.VIFDetails, MTU: mtu, PodUID: p.DeviceID,
+		HostID: p.HostID, VIFType: p.VIFType, VIFDetails: p.VIFDetails, MTU: mtu, PodUID: podUID,
 	}
 }
 

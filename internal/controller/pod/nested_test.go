@@ -46,8 +46,8 @@ func TestNestedPodsGetSubports(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	checkSubport(t, w, "a", 1, tr.ID)
-	checkSubport(t, w, "b", 2, tr.ID)
+	checkSubport(t, w, "a", "ua", 1, tr.ID)
+	checkSubport(t, w, "b", "ub", 2, tr.ID)
 	if a := w.annotation(t, "m"); a == nil || a.Nested != nil || a.HostID != "metal" {
 		t.Errorf("pod on the chassis node: annotation %+v, want its port bound to metal and no trunk", a)
 	}
@@ -72,8 +72,9 @@ func TestNestedPodsGetSubports(t *testing.T) {
 	}
 }
 
-// checkSubport checks that the pod's annotation puts its port on the trunk of vm-1 on vlan, and unbound.
-func checkSubport(t *testing.T, w *world, name string, vlan int, trunk string) {
+// checkSubport checks that the pod's annotation puts its port on the trunk of vm-1 on vlan, unbound, and
+// names the pod's UID (a subport has no device_id to carry it).
+func checkSubport(t *testing.T, w *world, name, uid string, vlan int, trunk string) {
 	t.Helper()
 	a := w.annotation(t, name)
 	if a == nil || a.Nested == nil {
@@ -81,6 +82,9 @@ func checkSubport(t *testing.T, w *world, name string, vlan int, trunk string) {
 	}
 	if a.Nested.VLAN != vlan || a.Nested.Node != "vm-1" || a.Nested.TrunkID != trunk || a.Nested.ParentPortID != "vmport" || a.HostID != "" {
 		t.Errorf("pod %s: nested %+v, host %q; want VLAN %d on trunk %s of vm-1, not bound", name, *a.Nested, a.HostID, vlan, trunk)
+	}
+	if a.PodUID != uid || a.DeviceID != "" {
+		t.Errorf("pod %s: pod_uid %q, device_id %q; want %s and none", name, a.PodUID, a.DeviceID, uid)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/openstack/fake"
+	"github.com/raven-net/raven/internal/ownership"
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
@@ -73,7 +74,7 @@ func (w *world) reconcile(t *testing.T, name string) error {
 func (w *world) ports(uid string) []openstack.Port {
 	var out []openstack.Port
 	for _, p := range w.n.Ports {
-		if p.DeviceID == uid {
+		if o, _ := ownership.Parse(p.Tags); o.UID == uid || p.DeviceID == uid {
 			out = append(out, *p)
 		}
 	}

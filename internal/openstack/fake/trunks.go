@@ -90,7 +90,7 @@ func (n *Neutron) GetTrunk(_ context.Context, id string) (*openstack.Trunk, erro
 }
 
 // AddSubports implements openstack.Networking as Neutron does: all or none, refusing a segmentation ID the
-// trunk carries and a port that is a subport already; an added port's device_owner becomes trunk:subport.
+// trunk carries, a port that is a subport already and a port with a device_id; an added port's device_owner becomes trunk:subport.
 func (n *Neutron) AddSubports(_ context.Context, trunkID string, subs []openstack.Subport) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -102,8 +102,12 @@ func (n *Neutron) AddSubports(_ context.Context, trunkID string, subs []openstac
 		return notFound("trunk")
 	}
 	for i, s := range subs {
-		if _, ok := n.Ports[s.PortID]; !ok {
+		p, ok := n.Ports[s.PortID]
+		if !ok {
 			return notFound("port")
+		}
+		if p.DeviceID != "" { // Neutron's PortInUse: a subport has no device of its own
+			return conflict(fmt.Sprintf("Unable to complete operation on port %s for network %s. Port already has an attached device %s.", p.ID, p.NetworkID, p.DeviceID))
 		}
 		if n.subportOf(s.PortID) != nil || slices.ContainsFunc(subs[:i], func(o openstack.Subport) bool { return o.PortID == s.PortID }) {
 			return conflict("Port " + s.PortID + " is currently a subport")
