@@ -227,3 +227,53 @@ func checkSubports(t *testing.T, vm vmNode, ports map[string]annotations.Port) [
 	}
 	return vlans
 }
+
+// Raven killed (SIGKILL of its container's process) during a burst of pods on a nested node: between a port's
+// create, its add to the trunk and the annotation. Afterwards every pod has one port, on the trunk on the VLAN
+// its annotation names, no VLAN is on two ports, and no subport is left for a port of no pod.
+func TestNestedKillDuringBurst(t *testing.T) {
+	if !realNodes() {
+		t.Skip("runs against the installed Raven")
+	}
+	vm := newVMNode(t, "vm-"+randSuffix(), "192.168.101.0/24", "192.168.101.11")
+	r := startRaven(t, ravenOpts{config: writeConfig(t, fmt.Sprintf("nested: {workerSubnetID: %s, nodeSelector: raven.io/nested=true}\n", vm.subnet))})
+	t.Cleanup(func() { startRaven(t, ravenOpts{}) })
+	ns := newNamespace(t)
+	t.Cleanup(func() {
+		_ = env.kube.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
+	})
+	namespaceSubnet(t, ns)
+	const n = 20
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			p := podSpec(fmt.Sprintf("nested-%d", i))
+			p.Spec.NodeName = vm.name
+			if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	eventually(t, time.Minute, "Raven to have annotated a pod of the burst", func() (bool, error) { return anyAnnotated(ns) })
+	r.kill()
+	<-done
+	startRaven(t, ravenOpts{config: writeConfig(t, fmt.Sprintf("nested: {workerSubnetID: %s, nodeSelector: raven.io/nested=true}\n", vm.subnet))})
+	ports := waitNestedAnnotations(t, ns, n)
+	vlans := checkSubports(t, vm, ports)
+	slices.Sort(vlans)
+	if len(slices.Compact(slices.Clone(vlans))) != n {
+		t.Errorf("VLANs %v: two pods share one", vlans)
+	}
+	checkOnePortPerPod(t, ns)
+	mine := map[string]bool{}
+	for _, a := range ports {
+		mine[a.ID] = true
+	}
+	for port, vlan := range vm.subports(t) {
+		if !mine[port] {
+			t.Errorf("trunk %s carries port %s on VLAN %d, which no pod has", vm.trunk, port, vlan)
+		}
+	}
+	t.Logf("Raven killed during a burst of %d pods on nested node %s: each has one subport, on VLANs %v", n, vm.name, vlans)
+}

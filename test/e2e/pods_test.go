@@ -143,7 +143,12 @@ func onePortPerPodProblems(t testing.TB, ns string) []string {
 	for _, p := range clusterPorts(t) {
 		o, _ := ownership.Parse(p.Tags)
 		if o.Name != "" && len(o.Name) > len(ns) && o.Name[:len(ns)+1] == ns+"/" {
-			byDevice[p.DeviceID] = append(byDevice[p.DeviceID], p)
+			// By the owner's tag: a nested pod's port has no device_id.
+			owner := o.UID
+			if owner == "" {
+				owner = p.DeviceID
+			}
+			byDevice[owner] = append(byDevice[owner], p)
 		}
 	}
 	var problems []string
