@@ -107,6 +107,7 @@ node_netns_file() {
   local f=$2/datapath-netns src=/proc/self/ns/net
   [[ -n $CHASSIS_NS ]] && src=/var/run/netns/$CHASSIS_NS
   (($1 == 2)) && src=/var/run/netns/$NODE2_NS
+  (($1 == 3)) && src=/var/run/netns/$VM_NS
   touch "$f"
   mount --bind "$src" "$f"
 }
@@ -156,10 +157,11 @@ state = "$d/run/containerd"
 T
 }
 
-# write_kubelet_config I NAME DIR CGROUP-ROOT PORT HEALTHZ-PORT
+# write_kubelet_config I NAME DIR CGROUP-ROOT PORT HEALTHZ-PORT ADDRESS
 write_kubelet_config() {
-  local i=$1 name=$2 d=$3 root=$4 port=$5 hport=$6 taints=""
+  local i=$1 name=$2 d=$3 root=$4 port=$5 hport=$6 addr=$7 taints=""
   ((i == 2)) && taints=$'registerWithTaints:\n- {key: raven.io/second-node, effect: NoSchedule}'
+  ((i == 3)) && taints=$'registerWithTaints:\n- {key: raven.io/nested, effect: NoSchedule}'
   cat >"$d/kubelet.yaml" <<T
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -168,7 +170,7 @@ failCgroupV1: false
 cgroupDriver: cgroupfs
 cgroupRoot: $root
 containerRuntimeEndpoint: unix://$d/run/containerd.sock
-address: $NODE_NET.$i
+address: $addr
 port: $port
 healthzBindAddress: 127.0.0.1
 healthzPort: $hport
@@ -191,27 +193,30 @@ T
   write_kubeconfig "$d/kubelet.kubeconfig" "$API_PORT" "$(cat "$STACK_DIR/pki/token-$name")" "system:node:$name"
 }
 
-# start_node I NAME: containerd and the kubelet of node I.
+# start_node I NAME: containerd and the kubelet of node I (3: the nested node, whose address is its VM port's).
 start_node() {
-  local i=$1 name=$2 d bins root
+  local i=$1 name=$2 d bins root addr labels=""
+  addr=$NODE_NET.$i
   d=$(node_dir "$name")
   bins=$NODE_BINS
   mkdir -p "$d"/{containerd,run,cni/bin,cni/net.d,kubelet,pod-logs,raven}
-  ip addr add "$NODE_NET.$i/32" dev lo 2>/dev/null || true
-  echo "$NODE_NET.$i/32" >>"$STACK_DIR/lo-addrs"
+  ((i == 3)) && addr=$VM_IP labels=--node-labels=raven.io/nested=true
+  ip addr add "$addr/32" dev lo 2>/dev/null || true
+  echo "$addr/32" >>"$STACK_DIR/lo-addrs"
   root=$(node_cgroups "$i")
-  if ((i == 1)); then
-    ln -sfn "$OVS_RUNDIR" "$d/ovs"; ln -sfn "$OVN_RUNDIR" "$d/ovn"
-  else
-    ln -sfn "$OVS2_RUNDIR" "$d/ovs"; ln -sfn "$OVN2_RUNDIR" "$d/ovn"
-  fi
+  case $i in
+    1) ln -sfn "$OVS_RUNDIR" "$d/ovs"; ln -sfn "$OVN_RUNDIR" "$d/ovn" ;;
+    2) ln -sfn "$OVS2_RUNDIR" "$d/ovs"; ln -sfn "$OVN2_RUNDIR" "$d/ovn" ;;
+    3) ln -sfn "$OVS3_RUNDIR" "$d/ovs" ;; # a VM runs no ovn-controller
+  esac
   node_netns_file "$i" "$d"
   write_containerd_config "$d" "$bins"
   start "containerd-$i" env PATH="$bins:$PATH" "$bins/containerd" --config="$d/containerd.toml" --log-level=warn
   wait_for "containerd-$i" 30 test -S "$d/run/containerd.sock"
-  write_kubelet_config "$i" "$name" "$d" "$root" "$(freeport)" "$(freeport)"
+  write_kubelet_config "$i" "$name" "$d" "$root" "$(freeport)" "$(freeport)" "$addr"
+  # shellcheck disable=SC2086
   start "kubelet-$i" env PATH="$bins:$PATH" "$bins/kubelet" --config="$d/kubelet.yaml" --kubeconfig="$d/kubelet.kubeconfig" \
-    --root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" --hostname-override="$name" --node-ip="$NODE_NET.$i" --v=1
+    --root-dir="$d/kubelet" --cert-dir="$d/kubelet/pki" --hostname-override="$name" --node-ip="$addr" $labels --v=1
 }
 
 # start_nodes: the nodes' shared parts, then each node, the scheduler, and raven-node on every node.
@@ -226,9 +231,11 @@ start_nodes() {
   start_registry
   start_node 1 "$NODE_NAME"
   ((nodes >= 2)) && start_node 2 "$NODE2_NAME"
+  [[ $NESTED == 1 ]] && start_node 3 "$VM_NAME"
   start_scheduler "$kp"
   wait_for kubelet-1 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE_NAME"
   ((nodes >= 2)) && wait_for kubelet-2 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE2_NAME"
+  [[ $NESTED == 1 ]] && wait_for kubelet-3 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$VM_NAME"
   install_raven_node "$nodes"
 }
 
@@ -269,12 +276,14 @@ apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - $(realpath --relative-to="$o" "$REPO/deploy/node")
+$([[ $NESTED == 1 ]] && echo "  - nested.yaml")
 images:
   - name: ghcr.io/raven-net/raven-node
     newTag: "$IMAGES_VERSION"
 patches:
   - path: daemonset.yaml
 K
+  [[ $NESTED == 1 ]] && nested_daemonset >"$o/nested.yaml"
   cat >"$o/daemonset.yaml" <<P
 apiVersion: apps/v1
 kind: DaemonSet
@@ -284,6 +293,12 @@ metadata:
 spec:
   template:
     spec:
+      # Not on nested nodes: raven-node-nested serves them.
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+              - matchExpressions: [{key: raven.io/nested, operator: DoesNotExist}]
       containers:
         - name: raven-node
           args:
@@ -326,7 +341,8 @@ P
     { tail -20 "$STACK_DIR/logs/install.log" >&2; die "installing raven-node failed"; }
   local deadline=$((SECONDS + 180)) ready
   until ready=$(KUBECONFIG=$STACK_DIR/kubeconfig kubectl -n raven-system get ds raven-node -o jsonpath='{.status.numberReady}' 2>/dev/null) &&
-    [[ ${ready:-0} == "$nodes" ]]; do
+    [[ ${ready:-0} == "$nodes" ]] && { [[ $NESTED != 1 ]] ||
+      [[ $(KUBECONFIG=$STACK_DIR/kubeconfig kubectl -n raven-system get ds raven-node-nested -o jsonpath='{.status.numberReady}' 2>/dev/null) == 1 ]]; }; do
     if ((SECONDS > deadline)); then
       KUBECONFIG=$STACK_DIR/kubeconfig kubectl -n raven-system get pods -o wide >&2 || true
       die "raven-node not Ready on $nodes node(s) after 180 s (logs: kubectl -n raven-system logs ds/raven-node)"
@@ -336,14 +352,77 @@ P
   KUBECONFIG=$STACK_DIR/kubeconfig kubectl wait --for=condition=Ready node --all --timeout=60s >/dev/null
 }
 
+# nested_daemonset: raven-node for the nested node (hack/stack-vm.sh): --nested, the VM's bridge br-vm, its
+# Open vSwitch's socket, and the VM's namespace for the pods' host ends; no ovn-controller to check.
+nested_daemonset() {
+  cat <<D
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: raven-node-nested
+  namespace: raven-system
+spec:
+  selector:
+    matchLabels: {app.kubernetes.io/name: raven-node-nested}
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: raven-node-nested}
+    spec:
+      serviceAccountName: raven-node
+      priorityClassName: system-node-critical
+      hostNetwork: true
+      dnsPolicy: ClusterFirstWithHostNet
+      nodeSelector: {raven.io/nested: "true"}
+      tolerations: [{operator: Exists}]
+      terminationGracePeriodSeconds: 10
+      containers:
+        - name: raven-node
+          image: ghcr.io/raven-net/raven-node:$IMAGES_VERSION
+          args:
+            - --node-name=\$(NODE_NAME)
+            - --nested
+            - --socket=$STACK_DIR/nodes/\$(NODE_NAME)/raven/cni.sock
+            - --ovs-db=unix:$STACK_DIR/nodes/\$(NODE_NAME)/ovs/db.sock
+            - --ovs-rundir=$STACK_DIR/nodes/\$(NODE_NAME)/ovs
+            - --datapath-netns=$STACK_DIR/nodes/\$(NODE_NAME)/datapath-netns
+            - --bridge=br-vm
+            - --ready-timeout=2m
+            - --install-cni-plugin=/usr/local/bin/raven-cni
+            - --cni-bin-dir=$STACK_DIR/nodes/\$(NODE_NAME)/cni/bin
+            - --cni-conf-dir=$STACK_DIR/nodes/\$(NODE_NAME)/cni/net.d
+            - --metrics-addr=\$(HOST_IP):9476
+          env:
+            - name: NODE_NAME
+              valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+            - name: HOST_IP
+              valueFrom: {fieldRef: {fieldPath: status.hostIP}}
+            - {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
+            - {name: KUBERNETES_SERVICE_PORT, value: "$API_PORT"}
+          ports:
+            - {name: metrics, containerPort: 9476}
+          readinessProbe:
+            httpGet: {path: /healthz, port: metrics}
+            periodSeconds: 10
+          securityContext: {runAsUser: 0, privileged: true, readOnlyRootFilesystem: true}
+          volumeMounts:
+            - {name: tmp, mountPath: /tmp}
+            - {name: stack-nodes, mountPath: $STACK_DIR/nodes, mountPropagation: HostToContainer}
+            - {name: stack-ovs3, mountPath: $OVS3_RUNDIR}
+      volumes:
+        - {name: tmp, emptyDir: {}}
+        - {name: stack-nodes, hostPath: {path: $STACK_DIR/nodes, type: Directory}}
+        - {name: stack-ovs3, hostPath: {path: $OVS3_RUNDIR, type: Directory}}
+D
+}
+
 # stop_nodes: the kubelets first (they would restart what goes), then every container (their processes are in
 # the nodes' cgroups), containerd and its shims, the mounts under the nodes' directory (the pods' network
 # namespaces and volumes, the kubelets' bind mounts), the cgroups, and the node addresses.
 stop_nodes() {
   [[ -d $STACK_DIR/nodes ]] || return 0
-  terminate kubelet-1 kubelet-2 kube-scheduler
+  terminate kubelet-1 kubelet-2 kubelet-3 kube-scheduler
   remove_cgroups
-  terminate containerd-1 containerd-2 registry
+  terminate containerd-1 containerd-2 containerd-3 registry
   pkill -KILL -f "containerd-shim-runc-v2 -namespace k8s.io -address $STACK_DIR/nodes/" 2>/dev/null || true
   local m
   for _ in 1 2 3; do
@@ -374,6 +453,12 @@ raven_overlay() {
   host=${server#https://}; port=${host##*:}; host=${host%:*}
   mkdir -p "$o"
   cp "$STACK_DIR/deploy/node/daemonset.yaml" "$o/node.yaml"
+  # The nested node's raven-node (hack/stack-vm.sh) is part of what is installed, and removed, with the rest.
+  local nested=""
+  if [[ -f $STACK_DIR/deploy/node/nested.yaml ]]; then
+    cp "$STACK_DIR/deploy/node/nested.yaml" "$o/nested.yaml"
+    nested="  - nested.yaml"
+  fi
   sed -e '/^kubeconfig:/d' -e '/^metricsAddr:/d' -e '/^healthAddr:/d' \
     -e 's|^\( *cloudsFile:\).*|\1 /etc/openstack/clouds.yaml|' "${RAVEN_INSTALL_CONFIG:-$RAVEN_CONFIG}" >"$o/raven.yaml"
   grep -q '^leaderElection:' "$o/raven.yaml" ||
@@ -384,6 +469,7 @@ apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - $(realpath --relative-to="$o" "$REPO/deploy")
+$nested
 images:
   - {name: ghcr.io/raven-net/raven, newTag: "$STACK_IMAGES_VERSION"}
   - {name: ghcr.io/raven-net/raven-node, newTag: "$STACK_IMAGES_VERSION"}

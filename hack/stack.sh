@@ -69,6 +69,11 @@ stack_tag() { printf %s "$STACK_DIR" | sha1sum | cut -c1-6; }
 
 # shellcheck source=hack/stack-nodes.sh
 . "$REPO/hack/stack-nodes.sh"
+# A nested node (a Kubernetes node that stands for a Nova VM: hack/stack-vm.sh) on the stack with the root
+# namespace's datapath and two nodes; STACK_NESTED=0: none.
+NESTED=${STACK_NESTED:-1}
+# shellcheck source=hack/stack-vm.sh
+. "$REPO/hack/stack-vm.sh"
 
 # starttime PID: when the process started, in clock ticks since boot (field 22 of /proc/PID/stat).
 starttime() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
@@ -394,6 +399,7 @@ stop_datapath() {
   [[ $where != root ]] && CHASSIS_NS=$where
   local -a netns=()
   stop_node2
+  stop_vm
   if alive "$STACK_DIR/pids/ovsdb-server.pid"; then
     # A pod's host-side veth is a port of br-int; its peer's namespace is the pod's.
     local ids
@@ -463,6 +469,7 @@ up() {
   # Two nodes when this stack has the root namespace's datapath and the node side (STACK_NODES=1: one).
   local nodes=${STACK_NODES:-2}
   [[ $cni == 1 && -z $CHASSIS_NS ]] || nodes=1
+  ((nodes >= 2)) || NESTED=0
   ENCAP_IP=127.0.0.1
   ((nodes >= 2)) && ENCAP_IP=$TUNNEL1
   local EP PP AP KP NP OP KSP NBP SBP DBP
@@ -513,7 +520,11 @@ up() {
   local kcm_more=""
   if [[ $NODE_RUNTIME == kubelet ]]; then
     node_pki
-    node_tokens "$NODE_NAME" "$NODE2_NAME" >>"$STACK_DIR/pki/tokens.csv"
+    if [[ $NESTED == 1 ]]; then
+      node_tokens "$NODE_NAME" "$NODE2_NAME" "$VM_NAME" >>"$STACK_DIR/pki/tokens.csv"
+    else
+      node_tokens "$NODE_NAME" "$NODE2_NAME" >>"$STACK_DIR/pki/tokens.csv"
+    fi
     apiflags=(--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
       --kubelet-client-certificate="$STACK_DIR/pki/kubelet-client.crt" --kubelet-client-key="$STACK_DIR/pki/kubelet-client.key"
       --kubelet-preferred-address-types=InternalIP --allow-privileged=true)
@@ -603,12 +614,19 @@ ENV
     echo "export KEYSTONE_URL=http://127.0.0.1:$KSP/v3" >>"$STACK_DIR/env"
   fi
 
+  if [[ $NESTED == 1 ]]; then
+    log "making the nested node $VM_NAME: its VM's port on raven-workers ($VM_CIDR), bound to $NODE_NAME, with a trunk; the VM's namespace $VM_NS and Open vSwitch"
+    vm_neutron "$NEUTRON_URL" "${hdr[@]}"
+    start_vm
+    cat "$STACK_DIR/vm.env" >>"$STACK_DIR/env"
+  fi
   if [[ $NODE_RUNTIME == kubelet ]]; then
     log "starting the registry, containerd and the kubelet of each node, kube-scheduler"
     start_nodes "$nodes" "$(freeport)"
     printf 'export CONTAINER_RUNTIME_ENDPOINT=unix://%s\nexport STACK_REGISTRY=%s\nexport STACK_IMAGES_VERSION=%s\nexport STACK_NODE_BINS=%s\n' \
       "$(node_dir "$NODE_NAME")/run/containerd.sock" "$REGISTRY_ADDR" "$IMAGES_VERSION" "$NODE_BINS" >>"$STACK_DIR/env"
     ((nodes >= 2)) && printf 'export STACK_NODE2_RUNTIME_ENDPOINT=unix://%s\n' "$(node_dir "$NODE2_NAME")/run/containerd.sock" >>"$STACK_DIR/env"
+    [[ $NESTED == 1 ]] && printf 'export STACK_VM_RUNTIME_ENDPOINT=unix://%s\n' "$(node_dir "$VM_NAME")/run/containerd.sock" >>"$STACK_DIR/env"
     # crictl (and ctr, kubelet, containerd) on the PATH; crictl's own config names node 1's runtime.
     printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 10\n' "$(node_dir "$NODE_NAME")/run/containerd.sock" \
       "$(node_dir "$NODE_NAME")/run/containerd.sock" >"$STACK_DIR/crictl.yaml"

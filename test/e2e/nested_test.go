@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -80,15 +81,15 @@ type vmNode struct {
 func newVMNode(t *testing.T, name, cidr, address string) vmNode {
 	t.Helper()
 	vm := vmNode{name: name, address: address}
-	var net struct{ Network struct{ ID string } }
-	neutronDo(t, http.MethodPost, "networks", map[string]any{"network": map[string]any{"name": "workers-" + name}}, &net)
-	t.Cleanup(func() { undo(t, http.MethodDelete, "networks/"+net.Network.ID, nil) })
+	var network struct{ Network struct{ ID string } }
+	neutronDo(t, http.MethodPost, "networks", map[string]any{"network": map[string]any{"name": "workers-" + name}}, &network)
+	t.Cleanup(func() { undo(t, http.MethodDelete, "networks/"+network.Network.ID, nil) })
 	var sub struct{ Subnet struct{ ID string } }
-	neutronDo(t, http.MethodPost, "subnets", map[string]any{"subnet": map[string]any{"network_id": net.Network.ID, "ip_version": 4,
+	neutronDo(t, http.MethodPost, "subnets", map[string]any{"subnet": map[string]any{"network_id": network.Network.ID, "ip_version": 4,
 		"cidr": cidr, "enable_dhcp": false, "name": "workers-" + name}}, &sub)
 	vm.subnet = sub.Subnet.ID
 	var port struct{ Port struct{ ID string } }
-	neutronDo(t, http.MethodPost, "ports", map[string]any{"port": map[string]any{"network_id": net.Network.ID, "name": name,
+	neutronDo(t, http.MethodPost, "ports", map[string]any{"port": map[string]any{"network_id": network.Network.ID, "name": name,
 		"fixed_ips": []any{map[string]any{"subnet_id": vm.subnet, "ip_address": address}}, "device_owner": "compute:nova",
 		"binding:host_id": env.vars["STACK_NODE_NAME"]}}, &port)
 	vm.port = port.Port.ID
@@ -276,4 +277,47 @@ func TestNestedKillDuringBurst(t *testing.T) {
 		}
 	}
 	t.Logf("Raven killed during a burst of %d pods on nested node %s: each has one subport, on VLANs %v", n, vm.name, vlans)
+}
+
+// nestedPod is a serving pod on the stack's nested node.
+func nestedPod(name string) *corev1.Pod {
+	p := servingPod(name)
+	p.Spec.NodeName = env.vars["STACK_VM_NAME"]
+	p.Spec.Tolerations = []corev1.Toleration{{Key: "raven.io/nested", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	return p
+}
+
+// Pods on the stack's nested node (hack/stack-vm.sh: a VM's namespace on node-1's br-int through its trunk's
+// parent port, with an Open vSwitch, a containerd and a kubelet of its own) carry traffic: raven-node-nested
+// plugs each as an access port of its subport's VLAN on the VM's bridge, the ADD ends when the gateway answers
+// ARP through the trunk, and the pods answer TCP from each other and from a pod on a chassis node, and reach it.
+func TestNestedPodsTalk(t *testing.T) {
+	needDatapath(t)
+	if env.vars["STACK_VM_NAME"] == "" {
+		t.Skip("the stack has no nested node (STACK_NESTED=1)")
+	}
+	startRaven(t, ravenOpts{config: writeConfig(t, fmt.Sprintf("nested: {workerSubnetID: %s, nodeSelector: raven.io/nested=true}\n", env.vars["STACK_VM_SUBNET"]))})
+	t.Cleanup(func() { startRaven(t, ravenOpts{}) })
+	ns := newNamespace(t)
+	for _, name := range []string{"a", "b"} {
+		if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), nestedPod(name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chassis := createServingPods(t, ns, "c")
+	ports := map[string]*annotations.Port{"c": chassis["c"]}
+	for _, name := range []string{"a", "b"} {
+		waitPodReady(t, ns, name, 3*time.Minute)
+		_, ports[name] = portAnnotation(t, ns, name)
+		if ports[name] == nil || ports[name].Nested == nil {
+			t.Fatalf("nested pod %s is Ready without a nested port annotation: %+v", name, ports[name])
+		}
+	}
+	addr := func(name string) string { return net.JoinHostPort(ports[name].FixedIPs[0].IPAddress, "80") }
+	for _, c := range []struct{ from, to string }{{"a", "b"}, {"b", "a"}, {"a", "c"}, {"c", "a"}} {
+		expectAnswer(t, podNetns(ns, c.from), "tcp", addr(c.to), c.to)
+		expectAnswer(t, podNetns(ns, c.from), "udp", addr(c.to), c.to)
+	}
+	t.Logf("nested pods a (VLAN %d) and b (VLAN %d) on %s answer each other and pod c on %s, over TCP and UDP",
+		ports["a"].Nested.VLAN, ports["b"].Nested.VLAN, env.vars["STACK_VM_NAME"], env.vars["STACK_NODE_NAME"])
 }

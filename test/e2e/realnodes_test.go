@@ -25,34 +25,14 @@ func kubectl(t testing.TB, args ...string) string {
 	return string(out)
 }
 
-// The seed 001 walkthrough as an operator runs it on the local stack's real nodes: both nodes Ready on
-// containerd, raven-node Ready on each, `kubectl run nginx --image=nginx` answers HTTP on port 80 from
-// another pod (through `kubectl exec`), and `kubectl logs` shows the server's log.
+// The seed 001 walkthrough as an operator runs it on the local stack's real nodes: every node Ready on
+// containerd, raven-node Ready on each chassis node and raven-node-nested on the nested one, `kubectl run nginx
+// --image=nginx` answers HTTP on port 80 from another pod (through `kubectl exec`), and `kubectl logs` shows the
+// server's log.
 func TestNginxWalkthroughOnRealNodes(t *testing.T) {
 	ensureRaven(t)
 	ctx := context.Background()
-	nodes, err := env.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want, err := strconv.Atoi(env.vars["STACK_NODES"]); err != nil || len(nodes.Items) != want {
-		t.Fatalf("%d nodes, want STACK_NODES=%q", len(nodes.Items), env.vars["STACK_NODES"])
-	}
-	for _, n := range nodes.Items {
-		if rt := n.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(rt, "containerd://2.") {
-			t.Errorf("node %s runs %q, want containerd 2", n.Name, rt)
-		}
-		if !nodeReady(n) {
-			t.Errorf("node %s is not Ready", n.Name)
-		}
-	}
-	ds, err := env.kube.AppsV1().DaemonSets("raven-system").Get(ctx, "raven-node", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if int(ds.Status.NumberReady) != len(nodes.Items) {
-		t.Errorf("raven-node is Ready on %d of %d nodes", ds.Status.NumberReady, len(nodes.Items))
-	}
+	checkNodes(ctx, t)
 
 	ns := newNamespace(t)
 	kubectl(t, "-n", ns, "run", "nginx", "--image=nginx")
@@ -82,4 +62,43 @@ func nodeReady(n corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// checkNodes checks that every node runs containerd 2 and is Ready, and that raven-node is Ready on each chassis
+// node and raven-node-nested on the nested one.
+func checkNodes(ctx context.Context, t *testing.T) {
+	t.Helper()
+	nodes, err := env.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chassis, err := strconv.Atoi(env.vars["STACK_NODES"])
+	nested := 0
+	if env.vars["STACK_VM_NAME"] != "" {
+		nested = 1
+	}
+	if err != nil || len(nodes.Items) != chassis+nested {
+		t.Fatalf("%d nodes, want STACK_NODES=%q and %d nested", len(nodes.Items), env.vars["STACK_NODES"], nested)
+	}
+	for _, n := range nodes.Items {
+		if rt := n.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(rt, "containerd://2.") {
+			t.Errorf("node %s runs %q, want containerd 2", n.Name, rt)
+		}
+		if !nodeReady(n) {
+			t.Errorf("node %s is not Ready", n.Name)
+		}
+	}
+	ds, err := env.kube.AppsV1().DaemonSets("raven-system").Get(ctx, "raven-node", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(ds.Status.NumberReady) != chassis {
+		t.Errorf("raven-node is Ready on %d of %d chassis nodes", ds.Status.NumberReady, chassis)
+	}
+	if nested > 0 {
+		nds, err := env.kube.AppsV1().DaemonSets("raven-system").Get(ctx, "raven-node-nested", metav1.GetOptions{})
+		if err != nil || nds.Status.NumberReady != 1 {
+			t.Errorf("raven-node-nested: %v, want it Ready on the nested node (%v)", nds, err)
+		}
+	}
 }
