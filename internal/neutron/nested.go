@@ -115,8 +115,19 @@ func (vt *vmTrunk) free() int {
 }
 
 // Attach makes the port a subport of the node's trunk and returns where: a port the trunk carries already
-// keeps its segmentation ID.
+// keeps its segmentation ID. A trunk Neutron no longer has (the node's VM was replaced under the same node
+// name) is looked up again.
 func (t *Trunks) Attach(ctx context.Context, node VMNode, portID string) (Subport, error) {
+	s, err := t.attach(ctx, node, portID)
+	if openstack.IsNotFound(err) {
+		t.Forget(node.Name)
+		s, err = t.attach(ctx, node, portID)
+	}
+	return s, err
+}
+
+// attach is Attach on the trunk Raven knows for the node.
+func (t *Trunks) attach(ctx context.Context, node VMNode, portID string) (Subport, error) {
 	vt, err := t.trunkOf(ctx, node)
 	if err != nil {
 		return Subport{}, err

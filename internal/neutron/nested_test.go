@@ -189,3 +189,25 @@ func TestTrunksDetach(t *testing.T) {
 		})
 	}
 }
+
+// A node's VM replaced under the same node name (a new port and trunk): the next attach finds the new trunk.
+func TestTrunksAttachAfterTheVMWasReplaced(t *testing.T) {
+	ctx := context.Background()
+	n, nodes, trunks := vmNeutron(t)
+	x := &Trunks{N: n, WorkerSubnetID: "workers"}
+	if _, err := x.Attach(ctx, nodes["vm-1"], subportCandidate(t, n, "a")); err != nil {
+		t.Fatal(err)
+	}
+	old := trunks["vm-1"]
+	delete(n.Trunks, old.ID)
+	delete(n.Ports, old.PortID)
+	n.Ports["vmport-new"] = &openstack.Port{ID: "vmport-new", FixedIPs: []openstack.FixedIP{{SubnetID: "workers", IPAddress: nodes["vm-1"].Address}}}
+	fresh := n.AddTrunk("vmport-new")
+	s, err := x.Attach(ctx, nodes["vm-1"], subportCandidate(t, n, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.TrunkID != fresh.ID || s.ParentPortID != "vmport-new" || s.VLAN != 1 {
+		t.Fatalf("attached at %+v, want VLAN 1 on the new trunk %s", s, fresh.ID)
+	}
+}

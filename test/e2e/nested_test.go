@@ -17,7 +17,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/pkg/annotations"
@@ -320,4 +322,61 @@ func TestNestedPodsTalk(t *testing.T) {
 	}
 	t.Logf("nested pods a (VLAN %d) and b (VLAN %d) on %s answer each other and pod c on %s, over TCP and UDP",
 		ports["a"].Nested.VLAN, ports["b"].Nested.VLAN, env.vars["STACK_VM_NAME"], env.vars["STACK_NODE_NAME"])
+}
+
+// A nested pod behind a Service and under a NetworkPolicy, as a chassis pod is: a pod on node-1 reaches it
+// through the Service's clusterIP (an OVN load balancer whose member is the subport's address), and once a
+// policy admits ingress only from pods labelled role=allowed, the subport's security group refuses the other
+// client, by pod address and clusterIP, while the allowed one keeps reaching it.
+func TestNestedPodsBehindServicesAndPolicies(t *testing.T) {
+	needDatapath(t)
+	needOVNProvider(t)
+	if env.vars["STACK_VM_NAME"] == "" {
+		t.Skip("the stack has no nested node (STACK_NESTED=1)")
+	}
+	startRaven(t, ravenOpts{config: writeConfig(t, fmt.Sprintf("nested: {workerSubnetID: %s, nodeSelector: raven.io/nested=true}\n", env.vars["STACK_VM_SUBNET"]))})
+	t.Cleanup(func() { startRaven(t, ravenOpts{}) })
+	ctx := context.Background()
+	ns := newNamespace(t)
+	if _, err := env.kube.CoreV1().Pods(ns).Create(ctx, nestedPod("web"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createServingPods(t, ns, "other", "allowed")
+	if _, err := env.kube.CoreV1().Pods(ns).Patch(ctx, "allowed", types.MergePatchType, []byte(`{"metadata":{"labels":{"role":"allowed"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web := waitPodReady(t, ns, "web", 3*time.Minute)
+	svc := createService(t, ns, "web", func(s *corev1.Service) {
+		s.Spec.Ports = []corev1.ServicePort{{Name: "tcp", Port: 8080, Protocol: corev1.ProtocolTCP, TargetPort: intOrString(80)}}
+	})
+	waitMembers(t, ns, "web", svc.UID, 1, 80)
+	paths := []path{
+		{"the nested pod's address", "tcp", net.JoinHostPort(web.Status.PodIP, "80")},
+		{"the clusterIP", "tcp", net.JoinHostPort(svc.Spec.ClusterIP, "8080")},
+	}
+	other, allowed := podNetns(ns, "other"), podNetns(ns, "allowed")
+	for _, p := range paths {
+		openWithin(t, other, p, "web", 2*time.Minute)
+		openWithin(t, allowed, p, "web", 2*time.Minute)
+	}
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web-from-allowed"}, Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{
+			PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "allowed"}}}}}},
+	}}
+	if _, err := env.kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the policy to close the nested pod to the other client", func() (bool, error) {
+		return closedFor(other, paths[0], "web", 3*time.Second), nil
+	})
+	for _, p := range paths {
+		if !closedFor(other, p, "web", 5*time.Second) {
+			t.Errorf("the other client still reaches the nested pod through %s", p.what)
+		}
+		openWithin(t, allowed, p, "web", 30*time.Second)
+	}
+	t.Logf("nested pod web (VLAN subport on %s) behind Service %s: reached through its clusterIP; under a policy, refused to the other client and reached by the allowed one, by address and clusterIP",
+		env.vars["STACK_VM_NAME"], svc.Spec.ClusterIP)
 }
