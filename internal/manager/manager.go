@@ -121,9 +121,9 @@ func neutronManager(o config.Options, clients *openstack.Clients) *neutron.Manag
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raven_port_pool_refills_in_progress", Help: "Namespace pools being refilled now."},
 				func() float64 { return float64(nm.P.Refilling()) }))
 	}
-	if o.Nested.WorkerSubnetID != "" {
-		nm.T = &neutron.Trunks{N: clients.Networking, WorkerSubnetID: o.Nested.WorkerSubnetID}
-	}
+	// Always: a Raven whose nested configuration was removed must still take its pods' subports off their
+	// trunks to delete them. Without a worker subnet it attaches nothing.
+	nm.T = &neutron.Trunks{N: clients.Networking, WorkerSubnetID: o.Nested.WorkerSubnetID}
 	return nm
 }
 

@@ -22,7 +22,8 @@ type Manager struct {
 	B *Batcher
 	// P, when set, hands out ready ports from per-namespace pools.
 	P *Pools
-	// T, when set, puts nested nodes' pods' ports on their VMs' trunks.
+	// T, when set, takes ports off trunks before deleting them and, with a worker subnet, puts nested nodes'
+	// pods' ports on their VMs' trunks.
 	T *Trunks
 
 	// deleting holds the ports being deleted, so that workers cleaning up after many pods deleted at once

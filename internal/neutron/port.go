@@ -312,7 +312,7 @@ func (m *Manager) deleteGuarded(ctx context.Context, id string) error {
 
 // Attach makes a nested pod's port a VLAN subport of its node VM's trunk (see Trunks.Attach).
 func (m *Manager) Attach(ctx context.Context, vm VMNode, portID string) (Subport, error) {
-	if m.T == nil {
+	if m.T == nil || m.T.WorkerSubnetID == "" {
 		return Subport{}, errors.New("nested nodes are not configured (nested.workerSubnetID)")
 	}
 	return m.T.Attach(ctx, vm, portID)

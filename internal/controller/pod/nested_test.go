@@ -105,3 +105,24 @@ func TestNestedPodWithoutTrunkIsAWarning(t *testing.T) {
 		t.Fatal("no event")
 	}
 }
+
+// A Raven whose nested configuration was removed (no worker subnet: it attaches nothing) still takes a deleted
+// pod's port off its trunk to delete it; else Neutron's 409 would hold the port, and with it the namespace.
+func TestNestedPortReleasedWithoutNestedConfig(t *testing.T) {
+	ctx := context.Background()
+	w, tr := nestedWorld(t, pod("a", "ua", onNode("vm-1")))
+	if err := w.reconcile(t, "a"); err != nil {
+		t.Fatal(err)
+	}
+	w.r.Nested = nil
+	w.r.Neutron.T = &neutron.Trunks{N: w.n}
+	if err := w.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.reconcile(t, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ports := w.ports("ua"); len(ports) != 0 || len(w.n.Trunks[tr.ID].Subports) != 0 {
+		t.Fatalf("%d port(s) left, trunk subports %+v: want the port off the trunk and gone", len(ports), w.n.Trunks[tr.ID].Subports)
+	}
+}
