@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/octavia"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
@@ -191,16 +192,8 @@ func (s step) run(ctx context.Context, o Options, r Report) error {
 // Neutron refuses to delete a subport.
 func deletePort(ctx context.Context, n openstack.Networking, p openstack.Port) error {
 	if p.DeviceOwner == openstack.SubportOwner {
-		trunks, err := n.ListTrunks(ctx, "")
-		if err != nil {
-			return err
-		}
-		for _, t := range trunks {
-			if slices.ContainsFunc(t.Subports, func(s openstack.Subport) bool { return s.PortID == p.ID }) {
-				if err := n.RemoveSubports(ctx, t.ID, []string{p.ID}); err != nil && !openstack.IsNotFound(err) {
-					return fmt.Errorf("taking the port off trunk %s: %w", t.ID, err)
-				}
-			}
+		if err := (&neutron.Trunks{N: n}).Detach(ctx, p.ID); err != nil {
+			return fmt.Errorf("taking the port off its trunk: %w", err)
 		}
 	}
 	return n.DeletePort(ctx, p.ID)
