@@ -265,6 +265,21 @@ N
     -p "{\"status\": {\"capacity\": $room, \"allocatable\": $room}}" >>"$STACK_DIR/logs/install.log"
 }
 
+# raven_node_args chassis|nested: raven-node's args on this machine's nodes, as YAML list items (each node's paths
+# under its directory): a chassis node's checks its ovn-controller and plugs into br-int; a nested node's plugs
+# into the VM's br-vm and has no ovn-controller.
+raven_node_args() {
+  local n='$(NODE_NAME)' kind bridge=br-int a
+  kind="--ovn-rundir=$STACK_DIR/nodes/$n/ovn"
+  [[ $1 == nested ]] && kind=--nested bridge=br-vm
+  for a in "--node-name=$n" "--socket=$STACK_DIR/nodes/$n/raven/cni.sock" "--ovs-db=unix:$STACK_DIR/nodes/$n/ovs/db.sock" \
+    "--ovs-rundir=$STACK_DIR/nodes/$n/ovs" "$kind" "--datapath-netns=$STACK_DIR/nodes/$n/datapath-netns" "--bridge=$bridge" \
+    --ready-timeout=2m --install-cni-plugin=/usr/local/bin/raven-cni "--cni-bin-dir=$STACK_DIR/nodes/$n/cni/bin" \
+    "--cni-conf-dir=$STACK_DIR/nodes/$n/cni/net.d" '--metrics-addr=$(HOST_IP):9476'; do
+    printf '            - %s\n' "$a"
+  done
+}
+
 # install_raven_node: deploy/node through the local overlay, then waits until raven-node is Ready on every node
 # and the nodes are Ready (raven-node installs the CNI config the kubelet waits for).
 install_raven_node() {
@@ -302,18 +317,7 @@ spec:
       containers:
         - name: raven-node
           args:
-            - --node-name=\$(NODE_NAME)
-            - --socket=$STACK_DIR/nodes/\$(NODE_NAME)/raven/cni.sock
-            - --ovs-db=unix:$STACK_DIR/nodes/\$(NODE_NAME)/ovs/db.sock
-            - --ovs-rundir=$STACK_DIR/nodes/\$(NODE_NAME)/ovs
-            - --ovn-rundir=$STACK_DIR/nodes/\$(NODE_NAME)/ovn
-            - --datapath-netns=$STACK_DIR/nodes/\$(NODE_NAME)/datapath-netns
-            - --bridge=br-int
-            - --ready-timeout=2m
-            - --install-cni-plugin=/usr/local/bin/raven-cni
-            - --cni-bin-dir=$STACK_DIR/nodes/\$(NODE_NAME)/cni/bin
-            - --cni-conf-dir=$STACK_DIR/nodes/\$(NODE_NAME)/cni/net.d
-            - --metrics-addr=\$(HOST_IP):9476
+$(raven_node_args chassis)
           env:
             # No kube-proxy here: the API server is reached where it listens.
             - {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
@@ -379,18 +383,7 @@ spec:
         - name: raven-node
           image: ghcr.io/raven-net/raven-node:$IMAGES_VERSION
           args:
-            - --node-name=\$(NODE_NAME)
-            - --nested
-            - --socket=$STACK_DIR/nodes/\$(NODE_NAME)/raven/cni.sock
-            - --ovs-db=unix:$STACK_DIR/nodes/\$(NODE_NAME)/ovs/db.sock
-            - --ovs-rundir=$STACK_DIR/nodes/\$(NODE_NAME)/ovs
-            - --datapath-netns=$STACK_DIR/nodes/\$(NODE_NAME)/datapath-netns
-            - --bridge=br-vm
-            - --ready-timeout=2m
-            - --install-cni-plugin=/usr/local/bin/raven-cni
-            - --cni-bin-dir=$STACK_DIR/nodes/\$(NODE_NAME)/cni/bin
-            - --cni-conf-dir=$STACK_DIR/nodes/\$(NODE_NAME)/cni/net.d
-            - --metrics-addr=\$(HOST_IP):9476
+$(raven_node_args nested)
           env:
             - name: NODE_NAME
               valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
