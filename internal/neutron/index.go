@@ -383,7 +383,7 @@ func (x *Index) putLocked(cluster string, p openstack.Port) {
 		x.byUID[o.UID] = append(x.byUID[o.UID], p.ID)
 	case o.Kind == ownership.KindPool:
 		x.ports[p.ID] = p
-		k := poolKey(p.NetworkID, p.HostID)
+		k := poolKeyOf(p)
 		x.byPool[k] = append(x.byPool[k], p.ID)
 	}
 }
@@ -402,14 +402,15 @@ func (x *Index) applyClaimLocked(cluster string, p openstack.Port, o ownership.O
 			c.tagged = true // Neutron shows the claim by its tags; only name and device_id are missing
 		}
 		x.claims[p.ID] = c
-		return applyClaim(p, c.owner, c.name)
+		return applyClaim(p, c)
 	}
 	c, found := x.foundClaim(cluster, p, o)
 	if !found {
 		return p
 	}
+	c.subport = isSubport(p)
 	x.claims[p.ID] = c
-	return applyClaim(p, c.owner, c.name)
+	return applyClaim(p, c)
 }
 
 // foundClaim finds a claim Neutron (or a pod's annotation) holds that this process never made.
@@ -461,7 +462,7 @@ func (x *Index) dropLocked(id string) {
 			delete(x.byUID, o.UID)
 		}
 	}
-	k := poolKey(p.NetworkID, p.HostID)
+	k := poolKeyOf(p)
 	x.byPool[k] = slices.DeleteFunc(x.byPool[k], func(s string) bool { return s == id })
 	if len(x.byPool[k]) == 0 {
 		delete(x.byPool, k)
@@ -474,8 +475,30 @@ type Port = openstack.Port
 // FixedIP is openstack.FixedIP, re-exported for the same reason.
 type FixedIP = openstack.FixedIP
 
-// poolKey names a pool: a network's free ports bound to host ("": unbound).
+// poolKey names a pool: a network's free ports bound to host ("": unbound), or those on a nested node's
+// trunk (host: TrunkPool(node)).
 func poolKey(networkID, host string) string { return networkID + "|" + host }
+
+// poolKeyOf is the pool a free port belongs to: its nested node's trunk pool when its tags name one, else
+// the pool of the host it is bound to. A trunk's subport shows its VM's hypervisor as binding:host_id: it is
+// never one of that hypervisor's ports.
+func poolKeyOf(p openstack.Port) string {
+	if o, _ := ownership.Parse(p.Tags); o.Node != "" {
+		return poolKey(p.NetworkID, TrunkPool(o.Node))
+	}
+	return poolKey(p.NetworkID, p.HostID)
+}
+
+// trunkPoolPrefix starts the pool host of a nested node's trunk pool; no node name holds a colon.
+const trunkPoolPrefix = "trunk:"
+
+// TrunkPool is the pool host of the nested node's trunk pool: ports attached to the node VM's trunk in advance.
+func TrunkPool(node string) string { return trunkPoolPrefix + node }
+
+// trunkPoolNode is the nested node of a trunk pool's host, ok false for the pool of a chassis or an unbound one.
+func trunkPoolNode(host string) (node string, ok bool) {
+	return strings.CutPrefix(host, trunkPoolPrefix)
+}
 
 // FreeIn counts the free pool ports of a network that are bound to host ("": the unbound ones).
 func (x *Index) FreeIn(networkID, host string) int {
@@ -530,8 +553,9 @@ func (x *Index) claimLocked(id string, owner ownership.Owner, name string) opens
 	if x.claims == nil {
 		x.claims = map[string]claimed{}
 	}
-	x.claims[id] = claimed{owner: owner, name: name, free: p}
-	p = applyClaim(p, owner, name)
+	c := claimed{owner: owner, name: name, free: p, subport: isSubport(p)}
+	x.claims[id] = c
+	p = applyClaim(p, c)
 	x.touch(id)
 	x.ports[id] = p
 	x.byUID[owner.UID] = append(x.byUID[owner.UID], id)
@@ -549,7 +573,7 @@ func (x *Index) Unclaim(portID string) {
 	delete(x.claims, portID)
 	x.dropLocked(portID)
 	x.ports[portID] = c.free
-	k := poolKey(c.free.NetworkID, c.free.HostID)
+	k := poolKeyOf(c.free)
 	x.byPool[k] = append(x.byPool[k], portID)
 	x.touch(portID)
 }
@@ -585,7 +609,8 @@ func (x *Index) Claims() []Claim {
 	out := make([]Claim, 0, len(x.claims))
 	for id, c := range x.claims {
 		if c.recorded || c.tagged || c.deferred {
-			out = append(out, Claim{PortID: id, Owner: c.owner, Name: c.name, Tagged: c.tagged, Deferred: c.deferred && !c.tagged})
+			out = append(out, Claim{PortID: id, Owner: c.owner, Name: c.name, Tagged: c.tagged, Deferred: c.deferred && !c.tagged,
+				Subport: c.subport})
 		}
 	}
 	return out
@@ -655,11 +680,25 @@ type claimed struct {
 	// deferred says the claim is in memory and in the pod's annotation only: a port bound in advance, handed
 	// out before Neutron is told. It is never put back into the pool.
 	deferred bool
+	// subport says the port is a trunk's subport: its claim is written without a device_id.
+	subport bool
 }
 
-func applyClaim(p openstack.Port, owner ownership.Owner, name string) openstack.Port {
-	p.Name, p.DeviceID, p.Tags = name, owner.UID, owner.Tags()
+// applyClaim is p as the claim makes it: its pod's name, tags and (but on a subport, which has none) UID as
+// device_id.
+func applyClaim(p openstack.Port, c claimed) openstack.Port {
+	p.Name, p.Tags = c.name, c.owner.Tags()
+	if !c.subport {
+		p.DeviceID = c.owner.UID
+	}
 	return p
+}
+
+// isSubport says a port is, or is made to become, a trunk's subport: Neutron shows it as one, or its pool is
+// a nested node's trunk pool. A subport has no device_id (Neutron refuses to make a port with one a subport).
+func isSubport(p openstack.Port) bool {
+	o, _ := ownership.Parse(p.Tags)
+	return p.DeviceOwner == openstack.SubportOwner || o.Node != ""
 }
 
 // FreeTotal counts the free pool ports of every network.

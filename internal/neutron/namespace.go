@@ -107,10 +107,10 @@ func (m *Manager) DeleteNamespace(ctx context.Context, uid string) error {
 		if o, _ := ownership.Parse(p.Tags); o.Kind == ownership.KindPod {
 			return ErrPortsRemain
 		}
-		if err := openstack.IgnoreNotFound(m.N.DeletePort(ctx, p.ID)); err != nil {
+		// A trunk pool's port is a subport: deletePort takes it off its trunk first.
+		if err := m.deletePort(ctx, p.ID); err != nil {
 			return err
 		}
-		m.X.DropPort(p.ID)
 	}
 	if nn.Subnet != nil {
 		if err := m.deleteInUse(ctx, nn, func() error { return m.deleteSubnet(ctx, nn) }); err != nil {
@@ -143,7 +143,7 @@ func (m *Manager) deleteInUse(ctx context.Context, nn *NamespaceNet, del func() 
 		case ownership.KindPod:
 			return ErrPortsRemain
 		case ownership.KindPool:
-			if err := openstack.IgnoreNotFound(m.N.DeletePort(ctx, p.ID)); err != nil {
+			if err := m.deletePort(ctx, p.ID); err != nil {
 				return err
 			}
 			klog.FromContext(ctx).Info("Deleted a pool port Raven had lost track of", "port", p.ID, "network", nn.Network.ID)

@@ -104,10 +104,11 @@ func (vt *vmTrunk) load(ctx context.Context, n openstack.Networking) error {
 	return nil
 }
 
-// free is the lowest segmentation ID no subport of the trunk uses, 0 when every one is taken.
-func (vt *vmTrunk) free() int {
+// free is the lowest segmentation ID no subport of the trunk uses and taken does not hold, 0 when every one
+// is taken.
+func (vt *vmTrunk) free(taken map[int]bool) int {
 	for id := 1; id <= MaxVLAN; id++ {
-		if _, used := vt.portByID[id]; !used {
+		if _, used := vt.portByID[id]; !used && !taken[id] {
 			return id
 		}
 	}
@@ -118,50 +119,89 @@ func (vt *vmTrunk) free() int {
 // keeps its segmentation ID. A trunk Neutron no longer has (the node's VM was replaced under the same node
 // name) is looked up again.
 func (t *Trunks) Attach(ctx context.Context, node VMNode, portID string) (Subport, error) {
-	s, err := t.attach(ctx, node, portID)
-	if openstack.IsNotFound(err) {
-		t.Forget(node.Name)
-		s, err = t.attach(ctx, node, portID)
-	}
-	return s, err
-}
-
-// attach is Attach on the trunk Raven knows for the node.
-func (t *Trunks) attach(ctx context.Context, node VMNode, portID string) (Subport, error) {
-	vt, err := t.trunkOf(ctx, node)
+	subs, err := t.AttachAll(ctx, node, []string{portID})
 	if err != nil {
 		return Subport{}, err
 	}
+	return subs[0], nil
+}
+
+// AttachAll makes the ports subports of the node's trunk, those it does not carry yet in one request (a trunk
+// pool's refill), and returns where each is, in order.
+func (t *Trunks) AttachAll(ctx context.Context, node VMNode, portIDs []string) ([]Subport, error) {
+	subs, err := t.attach(ctx, node, portIDs)
+	if openstack.IsNotFound(err) {
+		t.Forget(node.Name)
+		subs, err = t.attach(ctx, node, portIDs)
+	}
+	return subs, err
+}
+
+// attach is AttachAll on the trunk Raven knows for the node.
+func (t *Trunks) attach(ctx context.Context, node VMNode, portIDs []string) ([]Subport, error) {
+	vt, err := t.trunkOf(ctx, node)
+	if err != nil {
+		return nil, err
+	}
 	vt.mu.Lock()
 	defer vt.mu.Unlock()
-	at := func(vlan int) Subport { return Subport{TrunkID: vt.id, ParentPortID: vt.parent, VLAN: vlan} }
 	if !vt.loaded {
 		if err := vt.load(ctx, t.N); err != nil {
-			return Subport{}, err
+			return nil, err
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		if vlan, ok := vt.byPort[portID]; ok {
-			return at(vlan), nil
+		add, err := vt.plan(portIDs)
+		if err != nil {
+			return nil, fmt.Errorf("nested node %s, trunk %s: %w", node.Name, vt.id, err)
 		}
-		vlan := vt.free()
-		if vlan == 0 {
-			return Subport{}, fmt.Errorf("nested node %s, trunk %s: %w", node.Name, vt.id, ErrTrunkFull)
+		if len(add) == 0 {
+			return vt.where(portIDs), nil
 		}
-		err := t.N.AddSubports(ctx, vt.id, []openstack.Subport{{PortID: portID, SegmentationType: openstack.SegmentationVLAN, SegmentationID: vlan}})
+		err = t.N.AddSubports(ctx, vt.id, add)
 		if err == nil {
-			vt.byPort[portID], vt.portByID[vlan] = vlan, portID
-			return at(vlan), nil
+			for _, a := range add {
+				vt.byPort[a.PortID], vt.portByID[a.SegmentationID] = a.SegmentationID, a.PortID
+			}
+			return vt.where(portIDs), nil
 		}
-		// 409: the ID, or the port, is taken on the trunk already (by a Raven that led before this one, or a
+		// 409: an ID, or a port, is taken on the trunk already (by a Raven that led before this one, or a
 		// reply that was lost): read the trunk again and look once more.
 		if openstack.KindOf(err) != openstack.KindConflict || attempt >= 2 {
-			return Subport{}, fmt.Errorf("adding port %s to trunk %s of nested node %s on VLAN %d: %w", portID, vt.id, node.Name, vlan, err)
+			return nil, fmt.Errorf("adding %d ports (first %s, VLAN %d) to trunk %s of nested node %s: %w", len(add), add[0].PortID,
+				add[0].SegmentationID, vt.id, node.Name, err)
 		}
 		if err := vt.load(ctx, t.N); err != nil {
-			return Subport{}, err
+			return nil, err
 		}
 	}
+}
+
+// plan gives each port the trunk does not carry yet the lowest segmentation ID free on it. Caller holds vt.mu.
+func (vt *vmTrunk) plan(portIDs []string) ([]openstack.Subport, error) {
+	var add []openstack.Subport
+	taken := map[int]bool{}
+	for _, id := range portIDs {
+		if _, on := vt.byPort[id]; on || slices.ContainsFunc(add, func(s openstack.Subport) bool { return s.PortID == id }) {
+			continue
+		}
+		vlan := vt.free(taken)
+		if vlan == 0 {
+			return nil, ErrTrunkFull
+		}
+		taken[vlan] = true
+		add = append(add, openstack.Subport{PortID: id, SegmentationType: openstack.SegmentationVLAN, SegmentationID: vlan})
+	}
+	return add, nil
+}
+
+// where is each port's place on the trunk. Caller holds vt.mu.
+func (vt *vmTrunk) where(portIDs []string) []Subport {
+	out := make([]Subport, len(portIDs))
+	for i, id := range portIDs {
+		out[i] = Subport{TrunkID: vt.id, ParentPortID: vt.parent, VLAN: vt.byPort[id]}
+	}
+	return out
 }
 
 // Detach takes the port off the trunk that carries it, if one does: Neutron refuses to delete a subport.

@@ -85,6 +85,9 @@ type Pools struct {
 	quiet time.Duration
 	// bg counts the pools being emptied in the background.
 	bg sync.WaitGroup
+	// vms are the nested nodes whose pods took from their trunk pools, by name: a refill finds the trunk
+	// through them.
+	vms map[string]VMNode
 }
 
 // claimQuiet: a burst's pods are still being plugged for a few seconds after the last of them took its port,
@@ -113,6 +116,7 @@ func (p *Pools) init() {
 		p.refilling, p.closed, p.pending, p.held = map[string]bool{}, map[string]bool{}, map[string]pendingClaim{}, map[string]string{}
 		p.takenAt, p.shrinking = map[string]time.Time{}, map[string]bool{}
 		p.wake = make(chan struct{}, 1)
+		p.vms = map[string]VMNode{}
 	}
 }
 
@@ -160,10 +164,12 @@ func (p *Pools) next() (c Claim, ok bool, wait time.Duration) {
 // claim the port stays in the pool; when the outcome is unknown it leaves the pool until the next listing.
 func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ownership.Owner) (openstack.Port, bool, error) {
 	host := ""
-	if p.Cfg.PerNode {
-		if pod.Node == "" {
-			return openstack.Port{}, false, nil // not scheduled yet: no node's pool to take from
-		}
+	switch {
+	case pod.VM != nil:
+		host = TrunkPool(pod.VM.Name)
+	case p.Cfg.PerNode && pod.Node == "":
+		return openstack.Port{}, false, nil // not scheduled yet: no node's pool to take from
+	case p.Cfg.PerNode:
 		host = pod.Node
 	}
 	port, ok := p.M.X.Claim(nn.Network.ID, host, owner, pod.Name)
@@ -171,13 +177,18 @@ func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ow
 	p.init()
 	p.lastTake = time.Now()
 	p.takenAt[poolKey(nn.Network.ID, host)] = p.lastTake
+	if pod.VM != nil {
+		p.vms[pod.VM.Name] = *pod.VM
+	}
 	p.mu.Unlock()
 	p.Kick(nn, host)
-	if !ok {
+	switch {
+	case !ok:
 		return port, false, nil
-	}
-	if host != "" && port.HostID == host && sameGroups(port.SecurityGroups, pod.SecurityGroups) {
-		return p.takeBound(port, owner)
+	case pod.VM != nil:
+		return p.takeSubport(ctx, port, pod, owner)
+	case host != "" && port.HostID == host && sameGroups(port.SecurityGroups, pod.SecurityGroups):
+		return p.takeBound(port, owner, false)
 	}
 	u := openstack.PortUpdate{Name: &pod.Name, DeviceID: &pod.UID}
 	if pod.Node != "" {
@@ -188,13 +199,9 @@ func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ow
 	}
 	updated, err := p.M.N.UpdatePort(ctx, port.ID, u)
 	if err != nil {
-		if refused(err) {
-			p.M.X.Unclaim(port.ID)
-		} else {
-			// Neutron may have recorded the claim (a 500 after its commit, a timeout): handing the port to
-			// another pod could give it two owners. It leaves the pool until a listing shows its state.
-			p.M.X.Forget(port.ID)
-		}
+		// Neutron may have recorded the claim (a 500 after its commit, a timeout): handing the port to another
+		// pod could give it two owners.
+		p.drop(port.ID, err)
 		return openstack.Port{}, false, err
 	}
 	claimed := p.M.X.PutClaimed(p.M.C.ID, *updated)
@@ -210,10 +217,36 @@ func (m *Manager) PoolsPerNode() bool { return m.P != nil && m.P.Cfg.PerNode }
 // annotation records the claim, and Neutron is told in the background (its tags, then its name and
 // device_id), so that no request stands between a pod and its annotation. A restarted Raven finds such a claim
 // by the annotation (Snapshot.Annotated) before it hands out any pool port.
-func (p *Pools) takeBound(port openstack.Port, owner ownership.Owner) (openstack.Port, bool, error) {
+func (p *Pools) takeBound(port openstack.Port, owner ownership.Owner, subport bool) (openstack.Port, bool, error) {
 	p.M.X.MarkDeferred(port.ID, owner.UID)
-	p.enqueue(Claim{PortID: port.ID, Owner: owner, Name: port.Name, Deferred: true})
+	p.enqueue(Claim{PortID: port.ID, Owner: owner, Name: port.Name, Deferred: true, Subport: subport})
 	return port, true, nil
+}
+
+// takeSubport claims a port of a nested node's trunk pool, a subport of the VM's trunk already, like
+// takeBound: in memory and in the pod's annotation, Neutron told in the background. A pod whose
+// NetworkPolicies want other groups than the pool's gets them first, in one update: the annotation lets the
+// node plug the port, which must not admit more than the policies say.
+func (p *Pools) takeSubport(ctx context.Context, port openstack.Port, pod PodRef, owner ownership.Owner) (openstack.Port, bool, error) {
+	if !sameGroups(port.SecurityGroups, pod.SecurityGroups) {
+		updated, err := p.M.N.UpdatePort(ctx, port.ID, openstack.PortUpdate{SecurityGroups: &pod.SecurityGroups})
+		if err != nil {
+			p.drop(port.ID, err)
+			return openstack.Port{}, false, err
+		}
+		port.SecurityGroups = updated.SecurityGroups
+	}
+	return p.takeBound(port, owner, true)
+}
+
+// drop undoes the in-memory claim of a port whose claim Neutron did not take: the port goes back to its pool
+// when Neutron refused, and leaves it until a listing shows its state when the outcome is unknown.
+func (p *Pools) drop(portID string, err error) {
+	if refused(err) {
+		p.M.X.Unclaim(portID)
+	} else {
+		p.M.X.Forget(portID)
+	}
 }
 
 // refused says Neutron answered that it did not apply a change (as opposed to an error that leaves the
@@ -235,7 +268,9 @@ type Claim struct {
 	Name     string
 	Tagged   bool
 	Deferred bool
-	tries    int
+	// Subport: the port is a trunk's subport, whose claim has no device_id.
+	Subport bool
+	tries   int
 }
 
 // Offer hands the workers claims to finish (the resync offers every one the index holds); one already
@@ -340,7 +375,11 @@ func (p *Pools) write(ctx context.Context, c Claim) *Claim {
 	}
 	var err error
 	if c.Tagged {
-		_, err = p.M.N.UpdatePort(ctx, c.PortID, openstack.PortUpdate{Name: &c.Name, DeviceID: &c.Owner.UID})
+		u := openstack.PortUpdate{Name: &c.Name, DeviceID: &c.Owner.UID}
+		if c.Subport {
+			u.DeviceID = nil
+		}
+		_, err = p.M.N.UpdatePort(ctx, c.PortID, u)
 	} else {
 		err = p.M.N.ReplaceTags(ctx, openstack.ResourcePorts, c.PortID, c.Owner.Tags())
 	}
@@ -348,7 +387,7 @@ func (p *Pools) write(ctx context.Context, c Claim) *Claim {
 	case err == nil && c.Deferred:
 		// The pod's tags are in: its name and device_id follow, after the burst.
 		p.M.X.MarkTagged(c.PortID, c.Owner.UID)
-		return &Claim{PortID: c.PortID, Owner: c.Owner, Name: c.Name, Tagged: true}
+		return &Claim{PortID: c.PortID, Owner: c.Owner, Name: c.Name, Tagged: true, Subport: c.Subport}
 	case err == nil, openstack.IsNotFound(err): // tagged, or the pod went and its port with it
 		p.M.X.Confirm(c.PortID, c.Owner.UID)
 		return nil
@@ -363,7 +402,8 @@ func (p *Pools) write(ctx context.Context, c Claim) *Claim {
 // when the pool is full, closed or not recycling, or the port is claimed and not yet recorded in Neutron:
 // the caller deletes it instead.
 func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Port) (ok bool, err error) {
-	if !p.Cfg.Recycle || nn == nil || nn.Network.ID != port.NetworkID || p.M.X.Claimed(port.ID) {
+	// A nested pod's port is a subport of its VM's trunk: it is deleted, not recycled.
+	if !p.Cfg.Recycle || nn == nil || nn.Network.ID != port.NetworkID || p.M.X.Claimed(port.ID) || isSubport(port) {
 		return false, nil
 	}
 	// A port of a node's pool goes back to that node's pool, still bound; an unbound pool takes it unbound.
@@ -447,7 +487,11 @@ func (p *Pools) Tend(ctx context.Context, nets []NamespaceNet, now time.Time) {
 	}
 	for i := range nets {
 		for _, host := range hosts[i] {
-			p.tend(ctx, &nets[i], host, now, host != "" && gone(host))
+			node := host
+			if vm, ok := trunkPoolNode(host); ok {
+				node = vm
+			}
+			p.tend(ctx, &nets[i], host, now, node != "" && gone(node))
 		}
 	}
 }
@@ -501,9 +545,10 @@ func (p *Pools) tend(ctx context.Context, nn *NamespaceNet, host string, now tim
 		p.bg.Go(func() { p.shrink(ctx, *nn, host, nodeGone) })
 	}
 	p.mu.Unlock()
-	// Only the pools of the configured kind are refilled (per node, or unbound); those of the other kind, left
-	// from before a change of pools.perNode, are emptied once idle.
-	if !idle && (host != "") == p.Cfg.PerNode {
+	// Only the pools of the configured kind are refilled (per node, or unbound; trunk pools always); those of
+	// the other kind, left from before a change of pools.perNode, are emptied once idle.
+	_, trunk := trunkPoolNode(host)
+	if !idle && (trunk || (host != "") == p.Cfg.PerNode) {
 		p.Kick(nn, host)
 	}
 }
@@ -522,7 +567,7 @@ func (p *Pools) shrink(ctx context.Context, nn NamespaceNet, host string, nodeGo
 		if !ok {
 			break
 		}
-		if err := openstack.IgnoreNotFound(p.M.N.DeletePort(ctx, port.ID)); err != nil {
+		if err := p.deleteFree(ctx, host, port.ID); err != nil {
 			p.M.X.PutPort(p.M.C.ID, port) // back into the pool; the next resync tries again
 			klog.FromContext(ctx).Error(err, "Deleting a free port of a pool being emptied", "port", port.ID, "namespace", nn.Namespace,
 				"node", host, "nodeGone", nodeGone)
@@ -531,7 +576,21 @@ func (p *Pools) shrink(ctx context.Context, nn NamespaceNet, host string, nodeGo
 		p.M.X.DropPort(port.ID)
 		n++
 	}
+	if node, trunk := trunkPoolNode(host); trunk && nodeGone {
+		p.M.T.Forget(node)
+	}
 	klog.FromContext(ctx).V(2).Info("Emptied a port pool", "namespace", nn.Namespace, "node", host, "nodeGone", nodeGone, "deleted", n)
+}
+
+// deleteFree deletes a free port taken out of host's pool; a trunk pool's port comes off its trunk first
+// (Neutron refuses to delete a subport).
+func (p *Pools) deleteFree(ctx context.Context, host, portID string) error {
+	if _, trunk := trunkPoolNode(host); trunk {
+		if err := p.M.T.Detach(ctx, portID); err != nil {
+			return err
+		}
+	}
+	return openstack.IgnoreNotFound(p.M.N.DeletePort(ctx, portID))
 }
 
 // Close stops refilling a network (its namespace is going away).
@@ -551,6 +610,12 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet, host string) {
 		p.mu.Unlock()
 	}()
 	owner := ownership.Owner{Cluster: p.M.C.ID, Kind: ownership.KindPool, Name: nn.Namespace}
+	bind := host
+	vm, nested := p.vmOf(host)
+	if nested {
+		// A trunk pool's ports are unbound, and tagged with their node: the trunk's parent is what is bound.
+		owner.Node, bind = vm.Name, ""
+	}
 	for ctx.Err() == nil {
 		p.mu.Lock()
 		closed := p.closed[nn.Network.ID]
@@ -568,21 +633,62 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet, host string) {
 		for i := range specs {
 			specs[i] = openstack.PortSpec{Name: PoolPortName, NetworkID: nn.Network.ID, SubnetID: nn.Subnet.ID,
 				DeviceOwner: DeviceOwner, Description: Marker(owner.Tags()), Tags: owner.Tags(),
-				SecurityGroups: p.M.C.PodSecurityGroups, HostID: host}
+				SecurityGroups: p.M.C.PodSecurityGroups, HostID: bind}
 		}
 		ports, err := p.M.N.CreatePorts(ctx, specs)
 		if err != nil {
 			log.Error(err, "Refilling the port pool; will retry when a pod next takes a port")
 			return
 		}
+		kept := make([]openstack.Port, 0, len(ports))
 		for _, port := range ports {
 			if err := KeepTags(ctx, p.M.N, &port, owner.Tags()); err != nil {
 				log.Error(err, "A pool port came back untagged and could not be tagged", "port", port.ID)
 				continue
 			}
+			kept = append(kept, port)
+		}
+		if nested {
+			p.attach(ctx, vm, kept)
+		}
+		for _, port := range kept {
 			p.M.X.PutPort(p.M.C.ID, port)
 		}
 		log.V(2).Info("Refilled port pool", "created", len(ports), "free", p.M.X.FreeIn(nn.Network.ID, host))
+	}
+}
+
+// vmOf is the nested node of a trunk pool's host (ok false for any other pool's), as its last pod named it.
+func (p *Pools) vmOf(host string) (vm VMNode, ok bool) {
+	node, ok := trunkPoolNode(host)
+	if !ok {
+		return VMNode{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if vm, known := p.vms[node]; known {
+		return vm, true
+	}
+	return VMNode{Name: node}, true // the trunk is found by name, if Raven has used it since it started
+}
+
+// attach puts a trunk pool's new ports on the node VM's trunk, all in one request. A port it could not attach
+// stays in the pool: the pod that takes it attaches it (Manager.Attach) before its annotation is written.
+func (p *Pools) attach(ctx context.Context, vm VMNode, ports []openstack.Port) {
+	if len(ports) == 0 {
+		return
+	}
+	ids := make([]string, len(ports))
+	for i := range ports {
+		ids[i] = ports[i].ID
+	}
+	if _, err := p.M.T.AttachAll(ctx, vm, ids); err != nil {
+		klog.FromContext(ctx).Error(err, "Attaching a trunk pool's new ports to the node VM's trunk; each is attached when a pod takes it",
+			"node", vm.Name, "ports", len(ids))
+		return
+	}
+	for i := range ports {
+		ports[i].DeviceOwner = openstack.SubportOwner
 	}
 }
 

@@ -26,7 +26,8 @@ type PodRef struct {
 	// for it first, and takes what Neutron gives only when it is not free.
 	Keep *Address
 	// VM is set when the pod's node is a nested node: its port is not bound to the node (the trunk's
-	// parent is), takes no pool port, and becomes a subport of the VM's trunk (Manager.Attach).
+	// parent is), comes from the node's trunk pool when pools are on, and is a subport of the VM's trunk
+	// (Manager.Attach).
 	VM *VMNode
 }
 
@@ -191,10 +192,10 @@ func (m *Manager) EnsurePort(ctx context.Context, pod PodRef, nn *NamespaceNet, 
 	return *p, true, nil
 }
 
-// fromPool takes a pool's port for the pod, when pools are on; a nested node's pod takes none (its port is
-// unbound, then goes on its VM's trunk).
+// fromPool takes a pool's port for the pod, when pools are on: its namespace's, its node's (pools.perNode),
+// or, on a nested node, its node VM's trunk pool (subports attached in advance).
 func (m *Manager) fromPool(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ownership.Owner) (openstack.Port, bool, error) {
-	if m.P == nil || pod.VM != nil {
+	if m.P == nil {
 		return openstack.Port{}, false, nil
 	}
 	return m.P.Take(ctx, nn, pod, owner)

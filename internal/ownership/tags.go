@@ -22,6 +22,7 @@ const (
 	kindKey    = "raven.kind="
 	uidKey     = "raven.uid="
 	ownerKey   = "raven.owner="
+	nodeKey    = "raven.node="
 	// maxTag is Neutron's limit on a tag's length.
 	maxTag = 255
 )
@@ -34,6 +35,8 @@ type Owner struct {
 	UID string
 	// Name is "namespace/name" (or the namespace), for people reading the tags; it is never trusted.
 	Name string
+	// Node is the nested node whose trunk pool a pool port belongs to (empty for every other object).
+	Node string
 }
 
 // Tags renders the owner as tags, in a stable order.
@@ -48,6 +51,11 @@ func (o Owner) Tags() []string {
 			t = t[:maxTag]
 		}
 		tags = append(tags, t)
+	}
+	if o.Node != "" {
+		// Neutron refuses a tag past 255 characters: a node whose name is longer than 244 gets no trunk pool
+		// (the refill fails, and says so).
+		tags = append(tags, nodeKey+o.Node)
 	}
 	return tags
 }
@@ -79,6 +87,8 @@ func Parse(tags []string) (o Owner, ok bool) {
 			o.UID = strings.TrimPrefix(t, uidKey)
 		case strings.HasPrefix(t, ownerKey):
 			o.Name = strings.TrimPrefix(t, ownerKey)
+		case strings.HasPrefix(t, nodeKey):
+			o.Node = strings.TrimPrefix(t, nodeKey)
 		}
 	}
 	return o, ok

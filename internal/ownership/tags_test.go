@@ -14,6 +14,7 @@ func TestTagsRoundTrip(t *testing.T) {
 	}{
 		{"a pod port keeps cluster, kind, uid and name", Owner{Cluster: "c1", Kind: KindPod, UID: "u-1", Name: "default/nginx"}},
 		{"a pool port has no uid", Owner{Cluster: "c1", Kind: KindPool, Name: "default"}},
+		{"a trunk pool's port keeps its node", Owner{Cluster: "c1", Kind: KindPool, Name: "default", Node: "vm-1"}},
 		{"a cluster object has only cluster and kind", Owner{Cluster: "c1", Kind: KindCluster}},
 	}
 	for _, tc := range cases {
