@@ -114,7 +114,7 @@ func lookup(a *skel.CmdArgs) (*Conf, Entry, error) {
 }
 
 // add plugs the port as raven-node does (the same spec and the same result, from the same code) and waits
-// until ovn-controller has installed its flows, as raven-node does before it answers.
+// until it is ready, as raven-node does before it answers (see ready).
 func add(ctx context.Context, vs ovs.Client, a *skel.CmdArgs, c *Conf, e Entry) (types.Result, error) {
 	s, err := server.BuildSpec(e.Port, e.Subnet, a.Netns, a.IfName)
 	if err != nil {
@@ -125,10 +125,10 @@ func add(ctx context.Context, vs ovs.Client, a *skel.CmdArgs, c *Conf, e Entry) 
 		return nil, fmt.Errorf("plugging port %s: %w", e.Port.ID, err)
 	}
 	ids := map[string]string{ovs.KeyIfaceID: e.Port.ID, ovs.KeyAttachedMAC: s.MAC.String(), ovs.KeyIfaceStatus: "active"}
-	if err := vs.AddPort(ctx, s.HostIfName, 0, ids); err != nil {
+	if err := vs.AddPort(ctx, s.HostIfName, vlanOf(e.Port), ids); err != nil {
 		return nil, fmt.Errorf("adding %s to the bridge: %w", s.HostIfName, err)
 	}
-	if err := vs.WaitInstalled(ctx, s.HostIfName, map[string]string{ovs.KeyIfaceID: e.Port.ID}); err != nil {
+	if err := ready(ctx, vs, s, e.Port); err != nil {
 		return nil, fmt.Errorf("port %s: %w", e.Port.ID, err)
 	}
 	raw, err := server.BuildResult(s, res, e.Subnet, c.CNIVersion)
@@ -136,6 +136,27 @@ func add(ctx context.Context, vs ovs.Client, a *skel.CmdArgs, c *Conf, e Entry) 
 		return nil, err
 	}
 	return version.NewResult(c.CNIVersion, raw)
+}
+
+// vlanOf is the VLAN a port is plugged on: its subport's on a nested node (an access port of the VM's bridge),
+// none on a chassis.
+func vlanOf(p annotations.Port) int {
+	if p.Nested != nil {
+		return p.Nested.VLAN
+	}
+	return 0
+}
+
+// ready waits, as raven-node does, until ovn-controller has installed the port's flows on a chassis, or, on a
+// nested node (no ovn-controller in the VM), until the gateway answers ARP from the pod's namespace.
+func ready(ctx context.Context, vs ovs.Client, s plug.Spec, p annotations.Port) error {
+	if p.Nested == nil {
+		return vs.WaitInstalled(ctx, s.HostIfName, map[string]string{ovs.KeyIfaceID: p.ID})
+	}
+	if len(s.Routes) == 0 || s.Routes[0].GW == nil {
+		return errors.New("the subnet has no gateway to check the trunk with")
+	}
+	return plug.WaitNeighbour(ctx, s.Netns, s.IfName, s.Routes[0].GW)
 }
 
 // del unplugs the port; the port itself stays in Neutron (the benchmark deletes it).

@@ -37,7 +37,11 @@ type Trunks struct {
 
 // vmTrunk is one node VM's trunk and the segmentation IDs its subports use.
 type vmTrunk struct {
-	mu       sync.Mutex
+	// mu is held while the trunk's subports are read or changed, Neutron's requests included.
+	mu sync.Mutex
+	// qmu guards next: the attaches waiting for mu.
+	qmu      sync.Mutex
+	next     *attachBatch
 	id       string
 	parent   string
 	loaded   bool
@@ -137,42 +141,93 @@ func (t *Trunks) AttachAll(ctx context.Context, node VMNode, portIDs []string) (
 	return subs, err
 }
 
-// attach is AttachAll on the trunk Raven knows for the node.
+// attachBatch is the ports of the attaches that wait for a trunk while another is in Neutron: the first of
+// them to get the trunk sends them all in one add_subports (a burst of pods with pools off makes one request
+// per round trip, not one per pod).
+type attachBatch struct {
+	ports []string
+	done  chan struct{}
+	err   error
+}
+
+// attach is AttachAll on the trunk Raven knows for the node: the ports join the trunk's next batch.
 func (t *Trunks) attach(ctx context.Context, node VMNode, portIDs []string) ([]Subport, error) {
 	vt, err := t.trunkOf(ctx, node)
 	if err != nil {
 		return nil, err
 	}
+	vt.qmu.Lock()
+	b := vt.next
+	if b == nil {
+		b = &attachBatch{done: make(chan struct{})}
+		vt.next = b
+	}
+	b.ports = append(b.ports, portIDs...)
+	vt.qmu.Unlock()
+
 	vt.mu.Lock()
 	defer vt.mu.Unlock()
+	vt.qmu.Lock()
+	lead := vt.next == b
+	if lead {
+		vt.next = nil
+	}
+	vt.qmu.Unlock()
+	if lead {
+		b.err = t.attachLocked(ctx, node, vt, b.ports)
+		if b.err != nil && len(b.ports) > len(portIDs) {
+			// One port of the batch may be what Neutron refuses (its pod deleted meanwhile): each attach goes
+			// on alone, so that no pod fails for another's port.
+			b.err = errBatchFailed
+		}
+		close(b.done)
+	}
+	<-b.done
+	switch {
+	case errors.Is(b.err, errBatchFailed):
+		err = t.attachLocked(ctx, node, vt, portIDs)
+	default:
+		err = b.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return vt.where(portIDs), nil
+}
+
+// errBatchFailed says a batch of several attaches failed: each is tried again alone.
+var errBatchFailed = errors.New("a batch of subports was refused")
+
+// attachLocked adds the ports the trunk does not carry yet in one add_subports. Caller holds vt.mu.
+func (t *Trunks) attachLocked(ctx context.Context, node VMNode, vt *vmTrunk, portIDs []string) error {
 	if !vt.loaded {
 		if err := vt.load(ctx, t.N); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for attempt := 0; ; attempt++ {
 		add, err := vt.plan(portIDs)
 		if err != nil {
-			return nil, fmt.Errorf("nested node %s, trunk %s: %w", node.Name, vt.id, err)
+			return fmt.Errorf("nested node %s, trunk %s: %w", node.Name, vt.id, err)
 		}
 		if len(add) == 0 {
-			return vt.where(portIDs), nil
+			return nil
 		}
 		err = t.N.AddSubports(ctx, vt.id, add)
 		if err == nil {
 			for _, a := range add {
 				vt.byPort[a.PortID], vt.portByID[a.SegmentationID] = a.SegmentationID, a.PortID
 			}
-			return vt.where(portIDs), nil
+			return nil
 		}
 		// 409: an ID, or a port, is taken on the trunk already (by a Raven that led before this one, or a
 		// reply that was lost): read the trunk again and look once more.
 		if openstack.KindOf(err) != openstack.KindConflict || attempt >= 2 {
-			return nil, fmt.Errorf("adding %d ports (first %s, VLAN %d) to trunk %s of nested node %s: %w", len(add), add[0].PortID,
+			return fmt.Errorf("adding %d ports (first %s, VLAN %d) to trunk %s of nested node %s: %w", len(add), add[0].PortID,
 				add[0].SegmentationID, vt.id, node.Name, err)
 		}
 		if err := vt.load(ctx, t.N); err != nil {
-			return nil, err
+			return err
 		}
 	}
 }

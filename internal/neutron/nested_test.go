@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/openstack/fake"
@@ -209,5 +211,55 @@ func TestTrunksAttachAfterTheVMWasReplaced(t *testing.T) {
 	}
 	if s.TrunkID != fresh.ID || s.ParentPortID != "vmport-new" || s.VLAN != 1 {
 		t.Fatalf("attached at %+v, want VLAN 1 on the new trunk %s", s, fresh.ID)
+	}
+}
+
+// A burst of pods with pools off: the attaches that wait while one add_subports is in Neutron go together in
+// the next, each port on a VLAN of its own; a port Neutron refuses (its pod deleted meanwhile) fails alone.
+func TestTrunksAttachBatches(t *testing.T) {
+	for _, withGone := range []bool{false, true} {
+		n, nodes, trunks := vmNeutron(t)
+		n.Delay = 20 * time.Millisecond
+		x := &Trunks{N: n, WorkerSubnetID: "workers"}
+		const pods = 20
+		ports := make([]string, pods)
+		for i := range ports {
+			ports[i] = subportCandidate(t, n, fmt.Sprint("p", i))
+		}
+		if withGone {
+			ports[pods/2] = "port-deleted-meanwhile"
+		}
+		subs, errs := make([]Subport, pods), make([]error, pods)
+		var wg sync.WaitGroup
+		for i := range ports {
+			wg.Go(func() { subs[i], errs[i] = x.Attach(context.Background(), nodes["vm-1"], ports[i]) })
+		}
+		wg.Wait()
+		vlans := map[int]string{}
+		for i, id := range ports {
+			if withGone && i == pods/2 {
+				if !openstack.IsNotFound(errs[i]) {
+					t.Errorf("the deleted port's attach: %v, want Neutron's 404", errs[i])
+				}
+				continue
+			}
+			if errs[i] != nil {
+				t.Fatalf("gone port %v: port %s: %v", withGone, id, errs[i])
+			}
+			if other, dup := vlans[subs[i].VLAN]; dup {
+				t.Fatalf("VLAN %d is on %s and %s", subs[i].VLAN, other, id)
+			}
+			vlans[subs[i].VLAN] = id
+		}
+		n.Lock()
+		calls, carried := n.Calls["AddSubports"], len(n.Trunks[trunks["vm-1"].ID].Subports)
+		n.Unlock()
+		if want := len(vlans); carried != want {
+			t.Errorf("gone port %v: the trunk carries %d subports, want %d", withGone, carried, want)
+		}
+		if !withGone && calls > pods/2 {
+			t.Errorf("%d add_subports calls for %d concurrent attaches, want them batched", calls, pods)
+		}
+		t.Logf("gone port %v: %d concurrent attaches in %d add_subports calls", withGone, pods, calls)
 	}
 }
