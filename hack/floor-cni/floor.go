@@ -28,6 +28,9 @@ type Conf struct {
 	// OVSDB is the node's Open vSwitch database (unix:PATH); Bridge its integration bridge.
 	OVSDB  string `json:"ovsDB"`
 	Bridge string `json:"bridge"`
+	// DatapathNetns is the path of the network namespace the node's Open vSwitch runs in, which gets the host
+	// ends (raven-node's --datapath-netns); empty: the plugin's own.
+	DatapathNetns string `json:"datapathNetns"`
 }
 
 // Entry is one pod's port, bound in advance, and its subnet: what Raven would annotate the pod with.
@@ -67,7 +70,7 @@ func funcs(ctx context.Context, out io.Writer) skel.CNIFuncs {
 			}
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			return del(ctx, &ovs.VSCtl{DB: c.OVSDB, Bridge: c.Bridge}, a, e)
+			return del(ctx, &ovs.VSCtl{DB: c.OVSDB, Bridge: c.Bridge}, a, c, e)
 		},
 		Check:  func(*skel.CmdArgs) error { return nil },
 		Status: func(*skel.CmdArgs) error { return nil },
@@ -120,6 +123,7 @@ func add(ctx context.Context, vs ovs.Client, a *skel.CmdArgs, c *Conf, e Entry) 
 	if err != nil {
 		return nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
 	}
+	s.HostNetns = c.DatapathNetns
 	res, err := plug.Setup(s)
 	if err != nil {
 		return nil, fmt.Errorf("plugging port %s: %w", e.Port.ID, err)
@@ -160,10 +164,10 @@ func ready(ctx context.Context, vs ovs.Client, s plug.Spec, p annotations.Port) 
 }
 
 // del unplugs the port; the port itself stays in Neutron (the benchmark deletes it).
-func del(ctx context.Context, vs ovs.Client, a *skel.CmdArgs, e Entry) error {
+func del(ctx context.Context, vs ovs.Client, a *skel.CmdArgs, c *Conf, e Entry) error {
 	host := server.HostIfName(e.Port.ID)
 	if err := vs.DelPort(ctx, host); err != nil {
 		return fmt.Errorf("removing %s from the bridge: %w", host, err)
 	}
-	return plug.Teardown("", a.Netns, a.IfName, host)
+	return plug.Teardown(c.DatapathNetns, a.Netns, a.IfName, host)
 }

@@ -33,7 +33,8 @@ import (
 var (
 	benchNodePods   = flag.Int("bench.node-pods", 100, "pods in each burst of the node benchmark")
 	benchNodeSeq    = flag.Int("bench.node-seq", 20, "single bound port creates timed for the node benchmark's Neutron floor")
-	benchNodePhases = flag.String("bench.node-phases", "pools_off,pools_warm,pools_warm_per_node", "the node benchmark's phases after its floors")
+	benchNodePhases = flag.String("bench.node-phases", "pools_off,pools_warm,pools_warm_per_node,nested_pools_off,nested_pools_warm",
+		"the node benchmark's phases after its floors (nested_*: on the stack's nested node, with their own floors)")
 	benchNodeOut    = flag.String("bench.node-out", "bench/results/node", "where the node benchmark writes latest.json and latest.md")
 	benchNodePodsTo = flag.String("bench.node-pods-to", "", "when set, a file each phase appends one line per pod to: created → annotation seen, Ready seen, answered (ms)")
 	// The stack's services measured by process group (their PID files), beside containerd's shims, raven-node and Raven.
@@ -323,7 +324,15 @@ func makeFloorPorts(t *testing.T, seq, n int) *floorPorts {
 // back and waits for that too. The conflist's name sorts before raven-node's, and containerd loads the first.
 func floorCNI(t *testing.T, ports map[string]any) (restore func()) {
 	t.Helper()
-	nodeDir := filepath.Join(env.vars["STACK_DIR"], "nodes", env.vars["STACK_NODE_NAME"])
+	node := env.vars["STACK_NODE_NAME"]
+	return floorCNIOn(t, node, "unix:"+filepath.Join(env.vars["STACK_DIR"], "nodes", node, "ovs/db.sock"), "br-int", "", ports)
+}
+
+// floorCNIOn is floorCNI on the named node, whose Open vSwitch database, bridge and datapath namespace
+// (raven-node's --ovs-db, --bridge and --datapath-netns) floor-cni plugs into.
+func floorCNIOn(t *testing.T, node, ovsDB, bridge, datapathNetns string, ports map[string]any) (restore func()) {
+	t.Helper()
+	nodeDir := filepath.Join(env.vars["STACK_DIR"], "nodes", node)
 	work := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(nodeDir, "cni/bin/floor-cni"), "./hack/floor-cni")
 	build.Dir = env.repo
@@ -336,25 +345,25 @@ func floorCNI(t *testing.T, ports map[string]any) (restore func()) {
 		t.Fatal(err)
 	}
 	conf, _ := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": "bench-floor", "plugins": []any{map[string]any{
-		"type": "floor-cni", "ports": portsFile, "ovsDB": "unix:" + filepath.Join(nodeDir, "ovs/db.sock"), "bridge": "br-int"}}})
+		"type": "floor-cni", "ports": portsFile, "ovsDB": ovsDB, "bridge": bridge, "datapathNetns": datapathNetns}}})
 	conflist := filepath.Join(nodeDir, "cni/net.d/00-bench-floor.conflist")
 	if err := os.WriteFile(conflist, conf, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitCNIConfig(t, "bench-floor")
+	waitCNIConfig(t, node, "bench-floor")
 	restore = func() {
 		_ = os.Remove(conflist)
-		waitCNIConfig(t, wire.NetworkName)
+		waitCNIConfig(t, node, wire.NetworkName)
 	}
 	t.Cleanup(func() { _ = os.Remove(conflist) })
 	return restore
 }
 
-// waitCNIConfig waits until the first node's containerd uses the network named name (crictl info).
-func waitCNIConfig(t *testing.T, name string) {
+// waitCNIConfig waits until the node's containerd uses the network named name (crictl info).
+func waitCNIConfig(t *testing.T, node, name string) {
 	t.Helper()
-	eventually(t, time.Minute, "containerd to load the CNI network "+name, func() (bool, error) {
-		out, err := crictl(env.vars["STACK_NODE_NAME"], "info")
+	eventually(t, time.Minute, "containerd of "+node+" to load the CNI network "+name, func() (bool, error) {
+		out, err := crictl(node, "info")
 		if err != nil {
 			return false, err
 		}
@@ -505,6 +514,20 @@ func TestBenchmarkNode(t *testing.T) {
 	if env.raven != nil {
 		env.raven.stop()
 	}
+	phases := strings.Split(*benchNodePhases, ",")
+	if slices.ContainsFunc(phases, func(p string) bool { return !strings.HasPrefix(p, "nested_") }) {
+		chassisBench(t, w, put, phases)
+	}
+	if slices.ContainsFunc(phases, func(p string) bool { return strings.HasPrefix(p, "nested_") }) {
+		nestedBench(t, w, put, phases)
+	}
+	res["phases"] = *benchNodePhases
+	writeResultsTo(t, outDir(*benchNodeOut), res, nil)
+}
+
+// chassisBench runs the node benchmark's phases on the first node, an OVN chassis: its floors, then Raven with
+// pools off, warm and warm per node, then the node's floor again.
+func chassisBench(t *testing.T, w *annotationWatch, put func(string, float64), phases []string) {
 
 	// ---- floors, Raven stopped.
 	fp := makeFloorPorts(t, *benchNodeSeq, *benchNodePods)
@@ -528,7 +551,6 @@ func TestBenchmarkNode(t *testing.T) {
 	perPod := time.Duration((cs.max + first.max) * float64(time.Millisecond))
 
 	// ---- Raven: 100 pods at once, pools off, then warm pools, then the node's floor again.
-	phases := strings.Split(*benchNodePhases, ",")
 	results := map[string]stats{}
 	for _, ph := range []struct {
 		label string
@@ -565,9 +587,6 @@ func TestBenchmarkNode(t *testing.T) {
 		put("target.warm_per_node_p99_over_floor_p99", perNode.p99/p99)
 		t.Logf("warm pools per node p99 %.2f × the node floor's p99 (target ≤ 1.25)", perNode.p99/p99)
 	}
-	res["phases"] = *benchNodePhases
-	res["phases"] = *benchNodePhases
-	writeResultsTo(t, outDir(*benchNodeOut), res, nil)
 }
 
 // nodePhase starts Raven with o, makes a namespace with a prober pod (and, when warm, waits for its pool to

@@ -273,12 +273,20 @@ func TestNestedKillDuringBurst(t *testing.T) {
 	for _, a := range ports {
 		mine[a.ID] = true
 	}
+	pooled := 0
 	for port, vlan := range vm.subports(t) {
-		if !mine[port] {
-			t.Errorf("trunk %s carries port %s on VLAN %d, which no pod has", vm.trunk, port, vlan)
+		var p struct{ Port openstack.Port }
+		neutronDo(t, http.MethodGet, "ports/"+port, nil, &p)
+		switch {
+		case mine[port]:
+		case slices.Contains(p.Port.Tags, "raven.kind=pool") && slices.Contains(p.Port.Tags, "raven.node="+vm.name):
+			pooled++ // a free port of the node's trunk pool
+		default:
+			t.Errorf("trunk %s carries port %s on VLAN %d (tags %v), which is neither a pod's nor the trunk pool's", vm.trunk, port, vlan, p.Port.Tags)
 		}
 	}
-	t.Logf("Raven killed during a burst of %d pods on nested node %s: each has one subport, on VLANs %v", n, vm.name, vlans)
+	t.Logf("Raven killed during a burst of %d pods on nested node %s: each has one subport, on VLANs %v; %d free ports of the trunk pool",
+		n, vm.name, vlans, pooled)
 }
 
 // nestedPod is a serving pod on the stack's nested node.
@@ -322,6 +330,91 @@ func TestNestedPodsTalk(t *testing.T) {
 	}
 	t.Logf("nested pods a (VLAN %d) and b (VLAN %d) on %s answer each other and pod c on %s, over TCP and UDP",
 		ports["a"].Nested.VLAN, ports["b"].Nested.VLAN, env.vars["STACK_VM_NAME"], env.vars["STACK_NODE_NAME"])
+
+	// The first pods' takes started the VM's trunk pool: ports attached to the trunk before any pod asks.
+	vm := stackVM()
+	pooled := waitTrunkPool(t, vm, 5)
+	for _, name := range []string{"d", "e"} {
+		if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), nestedPod(name), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"d", "e"} {
+		waitPodReady(t, ns, name, 3*time.Minute)
+		_, ports[name] = portAnnotation(t, ns, name)
+		if vlan, ok := pooled[ports[name].ID]; !ok || vlan != ports[name].Nested.VLAN {
+			t.Errorf("pod %s has port %s on VLAN %d; want one of the trunk pool's, attached before the pod was created (%v)",
+				name, ports[name].ID, ports[name].Nested.VLAN, pooled)
+		}
+	}
+	for _, c := range []struct{ from, to string }{{"d", "e"}, {"d", "a"}, {"c", "d"}} {
+		expectAnswer(t, podNetns(ns, c.from), "tcp", addr(c.to), c.to)
+		expectAnswer(t, podNetns(ns, c.from), "udp", addr(c.to), c.to)
+	}
+	t.Logf("pods d (VLAN %d) and e (VLAN %d) took subports of the trunk pool and talk", ports["d"].Nested.VLAN, ports["e"].Nested.VLAN)
+	nestedOutside(t, ns, "a", ports["a"], "d", ports["d"])
+}
+
+// nestedOutside checks that the nested pod from reaches the outside through the router's SNAT, and that the
+// outside reaches the nested pod to through a floating IP on its subport, over TCP and UDP.
+func nestedOutside(t *testing.T, ns, from string, fromPort *annotations.Port, to string, toPort *annotations.Port) {
+	t.Helper()
+	outsideServer(t, 8080)
+	gw := strings.Split(env.vars["STACK_EXTERNAL_GATEWAY"], "/")[0]
+	if gw == "" {
+		gw = "172.24.4.1"
+	}
+	for _, proto := range []string{"tcp", "udp"} {
+		got, err := retryExchange(podNetns(ns, from), proto, net.JoinHostPort(gw, "8080"))
+		if err != nil {
+			dumpOutsidePath(t)
+			t.Fatalf("%s nested pod %s → outside: %v", proto, from, err)
+		}
+		if !strings.HasPrefix(got, "outside ") || strings.TrimPrefix(got, "outside ") == fromPort.FixedIPs[0].IPAddress {
+			t.Fatalf("%s nested pod %s → outside answered %q: want an answer seen from the router's address, not the pod's", proto, from, got)
+		}
+	}
+	ctx := context.Background()
+	ext, err := env.os.Networking.ListNetworks(ctx, openstack.Filter{Name: "public"})
+	if err != nil || len(ext) != 1 {
+		t.Fatalf("external network: %v (%d found)", err, len(ext))
+	}
+	fip, err := env.os.Networking.CreateFloatingIP(ctx, openstack.FloatingIPSpec{FloatingNetworkID: ext[0].ID, PortID: toPort.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.os.Networking.DeleteFloatingIP(context.Background(), fip.ID) })
+	for _, proto := range []string{"tcp", "udp"} {
+		expectAnswer(t, env.vars["STACK_OUTSIDE_NETNS"], proto, net.JoinHostPort(fip.FloatingIP, "80"), to)
+	}
+	t.Logf("nested pod %s reached the outside through SNAT; the outside reached nested pod %s at floating IP %s", from, to, fip.FloatingIP)
+}
+
+// stackVM is the stack's nested node (hack/stack-vm.sh), as Neutron holds it.
+func stackVM() vmNode {
+	return vmNode{name: env.vars["STACK_VM_NAME"], subnet: env.vars["STACK_VM_SUBNET"], port: env.vars["STACK_VM_PORT"],
+		trunk: env.vars["STACK_VM_TRUNK"]}
+}
+
+// waitTrunkPool waits until the VM's trunk carries at least n free ports of Raven's trunk pool (tagged
+// raven.kind=pool and raven.node=<the VM's node>) and returns them with their VLANs.
+func waitTrunkPool(t *testing.T, vm vmNode, n int) map[string]int {
+	t.Helper()
+	pooled := map[string]int{}
+	eventually(t, time.Minute, fmt.Sprintf("%d ports of the trunk pool on %s's trunk", n, vm.name), func() (bool, error) {
+		clear(pooled)
+		for id, vlan := range vm.subports(t) {
+			var p struct{ Port openstack.Port }
+			if err := neutronTry(http.MethodGet, "ports/"+id, nil, &p); err != nil {
+				return false, err
+			}
+			if slices.Contains(p.Port.Tags, "raven.kind=pool") && slices.Contains(p.Port.Tags, "raven.node="+vm.name) {
+				pooled[id] = vlan
+			}
+		}
+		return len(pooled) >= n, nil
+	})
+	return pooled
 }
 
 // A nested pod behind a Service and under a NetworkPolicy, as a chassis pod is: a pod on node-1 reaches it

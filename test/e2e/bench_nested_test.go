@@ -1,0 +1,301 @@
+//go:build e2e && bench
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	podctl "github.com/raven-net/raven/internal/controller/pod"
+	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/pkg/annotations"
+)
+
+// nestedFloorPorts are the nested floor's ports, Raven stopped: on a network of the floor's own, routed (the
+// gateway answers the ARP a nested pod's readiness waits for), a prober's port and one for each pod of the
+// burst, made at Raven's concurrency and then put on the stack VM's trunk in one add_subports. Neutron's time
+// for both is the pools-off phase's floor.
+type nestedFloorPorts struct {
+	subnet          *openstack.Subnet
+	prober          annotations.Port
+	burst           []annotations.Port
+	createWallS     float64 // the burst's ports and the prober's, all at once at Raven's concurrency
+	addSubportsS    float64 // all of them on the trunk, in one request
+	neutronWallS    float64 // both
+	vlans           []int
+	trunk, parentID string
+}
+
+func makeNestedFloorPorts(t *testing.T, vm vmNode, n int) *nestedFloorPorts {
+	t.Helper()
+	ctx := context.Background()
+	net := env.os.Networking
+	network, err := net.CreateNetwork(ctx, openstack.NetworkSpec{Name: "bench-nested-floor-" + randSuffix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = net.DeleteNetwork(context.Background(), network.ID) })
+	f := &nestedFloorPorts{trunk: vm.trunk, parentID: vm.port}
+	if f.subnet, err = net.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: network.ID, CIDR: "192.168.18.0/23", Name: "bench-nested-floor"}); err != nil {
+		t.Fatal(err)
+	}
+	router, err := net.CreateRouter(ctx, openstack.RouterSpec{Name: "bench-nested-floor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = net.DeleteRouter(context.Background(), router.ID) })
+	if err := net.AddRouterInterface(ctx, router.ID, f.subnet.ID); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = net.RemoveRouterInterface(context.Background(), router.ID, f.subnet.ID) })
+
+	b := &neutron.Batcher{N: net, Max: neutron.BulkMax, InFlight: neutron.BulkInFlight}
+	ports, errs := make([]openstack.Port, n+1), make([]error, n+1)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range ports {
+		wg.Go(func() {
+			spec := floorSpec(network.ID, f.subnet.ID, i)
+			spec.HostID, spec.DeviceID = "", "" // a subport: unbound, and no device of its own
+			var p *openstack.Port
+			if p, errs[i] = b.Create(ctx, spec); errs[i] == nil {
+				ports[i] = *p
+			}
+		})
+	}
+	wg.Wait()
+	f.createWallS = time.Since(start).Seconds()
+	var ids []string
+	for i, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ports[i].ID)
+	}
+	t.Cleanup(func() {
+		for _, id := range ids {
+			_ = net.DeletePort(context.Background(), id)
+		}
+	})
+	used := vm.subports(t)
+	var subs []openstack.Subport
+	for vlan := 1; len(subs) < len(ports); vlan++ {
+		if !slices.Contains(mapValues(used), vlan) {
+			subs = append(subs, openstack.Subport{PortID: ports[len(subs)].ID, SegmentationType: openstack.SegmentationVLAN, SegmentationID: vlan})
+		}
+	}
+	addStart := time.Now()
+	if err := net.AddSubports(ctx, vm.trunk, subs); err != nil {
+		t.Fatal(err)
+	}
+	f.addSubportsS = time.Since(addStart).Seconds()
+	f.neutronWallS = time.Since(start).Seconds()
+	t.Cleanup(func() { _ = net.RemoveSubports(context.Background(), vm.trunk, ids) })
+	for i, p := range ports {
+		a := podctl.PortAnnotation(p, 0)
+		a.HostID = ""
+		a.Nested = &annotations.Nested{Node: vm.name, VLAN: subs[i].SegmentationID, TrunkID: vm.trunk, ParentPortID: vm.port}
+		f.vlans = append(f.vlans, subs[i].SegmentationID)
+		if i == 0 {
+			f.prober = a
+		} else {
+			f.burst = append(f.burst, a)
+		}
+	}
+	return f
+}
+
+func mapValues(m map[string]int) []int {
+	out := make([]int, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// nestedPodOf makes a burst pod (or the prober) one of the stack's nested node.
+func nestedPodOf(p *corev1.Pod) {
+	p.Spec.NodeName = env.vars["STACK_VM_NAME"]
+	p.Spec.Tolerations = []corev1.Toleration{{Key: "raven.io/nested", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	p.Spec.Containers[0].Ports = servingPod(p.Name).Spec.Containers[0].Ports
+}
+
+// nestedNodeFloor is the nested node without Raven: the burst on the VM's kubelet and containerd, with
+// floor-cni plugging the subports made and attached in advance as raven-node --nested does (an access port of
+// the VLAN on the VM's bridge, ready once the gateway answers ARP), each pod until the prober's connection is
+// answered.
+func nestedNodeFloor(t *testing.T, w *annotationWatch, f *nestedFloorPorts) stats {
+	t.Helper()
+	vm := env.vars["STACK_VM_NAME"]
+	ns := benchNamespace(t, "bench-nested-floor")
+	subnet := podctl.SubnetAnnotation(*f.subnet)
+	ports := map[string]any{ns + "/prober": map[string]any{"port": f.prober, "subnet": subnet}}
+	names := make([]string, len(f.burst))
+	for i, p := range f.burst {
+		names[i] = fmt.Sprintf("burst-%d", i)
+		ports[ns+"/"+names[i]] = map[string]any{"port": p, "subnet": subnet}
+	}
+	restore := floorCNIOn(t, vm, env.vars["STACK_OVS3_DB"], "br-vm", filepath.Join(env.vars["STACK_DIR"], "nodes", vm, "datapath-netns"), ports)
+	prober := servingPod("prober")
+	prober.Labels[benchLabel] = "true"
+	nestedPodOf(prober)
+	if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), prober, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.wait(t, []string{ns + "/prober"}, w.ready, 2*time.Minute)
+	starts := createConcurrentlyWith(t, map[string][]string{ns: names}, nestedPodOf)
+	ms := make([]float64, len(names))
+	errs := make([]error, len(names))
+	deadline := time.Now().Add(5 * time.Minute)
+	var wg sync.WaitGroup
+	for i, p := range f.burst {
+		wg.Go(func() {
+			var at time.Time
+			at, errs[i] = probeUntil(podNetns(ns, "prober"), net.JoinHostPort(p.FixedIPs[0].IPAddress, "80"), deadline)
+			ms[i] = msSince(starts[ns+"/"+names[i]], at)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeNamespace(t, ns)
+	restore()
+	return summarize(ms)
+}
+
+// nestedBench runs the node benchmark's nested phases on the stack's nested node (hack/stack-vm.sh): floors
+// first (Neutron making and attaching the burst's subports; the VM's node plugging them without Raven), then
+// Raven with pools off and with a warm trunk pool, each against its floor.
+func nestedBench(t *testing.T, w *annotationWatch, put func(string, float64), phases []string) {
+	vm := stackVM()
+	if vm.name == "" {
+		t.Fatal("the nested phases need the stack's nested node (STACK_NESTED=1, two nodes)")
+	}
+	if env.raven != nil {
+		env.raven.stop()
+	}
+	f := makeNestedFloorPorts(t, vm, *benchNodePods+1)
+	put("floor.nested_neutron_create_wall_s", f.createWallS)
+	put("floor.nested_neutron_add_subports_s", f.addSubportsS)
+	put("floor.nested_neutron_wall_s", f.neutronWallS)
+	t.Logf("floor (nested): Neutron made %d unbound ports at Raven's concurrency in %.1f s and put them on trunk %s in one add_subports in %.1f s",
+		len(f.burst)+1, f.createWallS, vm.trunk, f.addSubportsS)
+	floor := nestedNodeFloor(t, w, f)
+	putStats(put, "floor.nested_node_ready_", floor)
+	put("floor.nested_node_ready_p99", floor.p99)
+	t.Logf("floor (nested): the VM node without Raven, %d pods at once plugged by floor-cni on subports attached in advance, created → answered p50 %.0f ms, p99 %.0f ms",
+		floor.n, floor.p50, floor.p99)
+	b := budget{create: 5 * time.Second, bulk: time.Second, del: time.Second, network: 10 * time.Second}
+	nested := fmt.Sprintf("nested: {workerSubnetID: %s, nodeSelector: raven.io/nested=true}\n", vm.subnet)
+	for _, ph := range []struct {
+		label string
+		o     ravenOpts
+		warm  bool
+	}{
+		{"nested_pools_off", ravenOpts{config: writeConfig(t, nested), args: []string{"--port-pools=false"}}, false},
+		{"nested_pools_warm", ravenOpts{config: writeConfig(t, nested+fmt.Sprintf("pools: {enabled: true, minFree: %d, batch: 50, max: %d}\n",
+			*benchNodePods, *benchNodePods+50))}, true},
+	} {
+		if !slices.Contains(phases, ph.label) {
+			continue
+		}
+		s, calls := nestedPhase(t, w, b, put, ph.label, benchRaven(ph.o), ph.warm, vm)
+		put(ph.label+".neutron_calls_per_pod", calls)
+		switch ph.label {
+		case "nested_pools_off":
+			ratio := s.p50 / (floor.p50 + f.neutronWallS*1000)
+			put("target.nested_off_p50_over_floor", ratio)
+			t.Logf("nested pools off p50 %.2f × (the nested node floor's p50 + Neutron's create and add_subports of the burst's ports); %.1f Neutron calls per pod", ratio, calls)
+		case "nested_pools_warm":
+			ratio := s.p99 / floor.p99
+			put("target.nested_warm_p99_over_floor_p99", ratio)
+			t.Logf("nested warm trunk pool p99 %.2f × the nested node floor's p99 (target ≤ 1.25); %.1f Neutron calls per pod", ratio, calls)
+		}
+	}
+	if env.raven != nil {
+		env.raven.stop()
+	}
+}
+
+// nestedPhase starts Raven with o, makes a namespace with a prober on the nested node (and, when warm, waits
+// for the VM's trunk pool to hold a subport for every pod of the burst), creates the burst there at once and
+// measures each pod's created → answered time; it returns them and Raven's Neutron calls per pod.
+func nestedPhase(t *testing.T, w *annotationWatch, b budget, put func(string, float64), label string, o ravenOpts, warm bool, vm vmNode) (stats, float64) {
+	ctx := context.Background()
+	r := startRaven(t, o)
+	ns := benchNamespace(t, "bench-"+strings.ReplaceAll(label, "_", "-"))
+	benchSubnet(t, ns, b.namespace())
+	prober := servingPod("prober")
+	prober.Labels[benchLabel] = "true"
+	nestedPodOf(prober)
+	if _, err := env.kube.CoreV1().Pods(ns).Create(ctx, prober, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.wait(t, []string{ns + "/prober"}, w.ready, 2*time.Minute)
+	if warm {
+		eventually(t, 5*time.Minute, "the trunk pool to fill", func() (bool, error) {
+			n := 0
+			for id := range vm.subports(t) {
+				var p struct{ Port openstack.Port }
+				if err := neutronTry(http.MethodGet, "ports/"+id, nil, &p); err != nil {
+					return false, err
+				}
+				if slices.Contains(p.Port.Tags, "raven.kind=pool") && slices.Contains(p.Port.Tags, "raven.node="+vm.name) &&
+					p.Port.NetworkID == namespaceNetwork(t, ns) {
+					n++
+				}
+			}
+			return n >= *benchNodePods, nil
+		})
+		waitRavenQuiet(t, r, b, *benchNodePods+50, 0)
+	}
+	names := make([]string, *benchNodePods)
+	keys := make([]string, len(names))
+	for i := range names {
+		names[i] = fmt.Sprintf("burst-%d", i)
+		keys[i] = ns + "/" + names[i]
+	}
+	calls0, _ := neutronCalls(t, r)
+	starts := createConcurrentlyWith(t, map[string][]string{ns: names}, nestedPodOf)
+	readyMs := probeBurst(t, w, ns, names, starts, time.Now().Add(10*time.Minute))
+	calls1, _ := neutronCalls(t, r)
+	annotated, _ := w.latenciesOf(w.seen, keys, starts)
+	rs, as := summarize(readyMs), summarize(annotated)
+	putStats(put, label+".ready_", rs)
+	put(label+".ready_p99", rs.p99)
+	putStats(put, label+".annotated_", as)
+	perPod := (calls1 - calls0) / float64(len(names))
+	t.Logf("%s: %d pods at once on nested node %s, created → answered p50 %.0f ms, p99 %.0f ms (annotated p50 %.0f ms); Neutron calls during the burst: %.0f (%.1f per pod)",
+		label, rs.n, vm.name, rs.p50, rs.p99, as.p50, calls1-calls0, perPod)
+	endPhase(t, b, ns)
+	return rs, perPod
+}
+
+// namespaceNetwork is the ID of the namespace's Neutron network, from its subnet annotation.
+func namespaceNetwork(t *testing.T, ns string) string {
+	t.Helper()
+	n, err := env.kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sub annotations.Subnet
+	if _, err := annotations.Decode(n.Annotations, annotations.NamespaceSubnet, &sub); err != nil {
+		t.Fatal(err)
+	}
+	return sub.NetworkID
+}
