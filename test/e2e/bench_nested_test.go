@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -189,6 +190,12 @@ func nestedBench(t *testing.T, w *annotationWatch, put func(string, float64), ph
 	if env.raven != nil {
 		env.raven.stop()
 	}
+	if slices.Contains(phases, "nested_limits") {
+		nestedLimits(t, put, 200)
+	}
+	if !slices.Contains(phases, "nested_pools_off") && !slices.Contains(phases, "nested_pools_warm") {
+		return
+	}
 	f := makeNestedFloorPorts(t, vm, *benchNodePods+1)
 	put("floor.nested_neutron_create_wall_s", f.createWallS)
 	put("floor.nested_neutron_add_subports_s", f.addSubportsS)
@@ -298,4 +305,108 @@ func namespaceNetwork(t *testing.T, ns string) string {
 		t.Fatal(err)
 	}
 	return sub.NetworkID
+}
+
+// nestedLimits measures what one trunk holds: a VM port bound to the first node (no VM behind it: OVN makes
+// every subport a logical switch port of it all the same) whose trunk gets a subport on every VLAN ID,
+// 1-4094, in add_subports of step ports each. It records each request's time as the trunk fills, how long
+// Neutron takes to show the full trunk and OVN's northbound database to hold its logical switch ports, and
+// what Neutron answers to a subport on VLAN 4095 and to a second port on a VLAN in use.
+func nestedLimits(t *testing.T, put func(string, float64), step int) {
+	ctx := context.Background()
+	net := env.os.Networking
+	network, err := net.CreateNetwork(ctx, openstack.NetworkSpec{Name: "bench-trunk-limits-" + randSuffix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = net.DeleteNetwork(context.Background(), network.ID) })
+	subnet, err := net.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: network.ID, CIDR: "10.96.0.0/19", Name: "bench-trunk-limits"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := net.CreatePort(ctx, openstack.PortSpec{NetworkID: network.ID, SubnetID: subnet.ID, Name: "bench-trunk-limits-vm",
+		DeviceOwner: "compute:nova", HostID: env.vars["STACK_NODE_NAME"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trunk struct{ Trunk struct{ ID string } }
+	neutronDo(t, http.MethodPost, "trunks", map[string]any{"trunk": map[string]any{"port_id": parent.ID, "name": "bench-trunk-limits"}}, &trunk)
+	var ids []string
+	t.Cleanup(func() {
+		for i := 0; i < len(ids); i += step {
+			_ = net.RemoveSubports(context.Background(), trunk.Trunk.ID, ids[i:min(i+step, len(ids))])
+		}
+		_ = neutronTry(http.MethodDelete, "trunks/"+trunk.Trunk.ID, nil, nil)
+		for i := 0; i < len(ids); i += neutron.BulkMax {
+			for _, id := range ids[i:min(i+neutron.BulkMax, len(ids))] {
+				_ = net.DeletePort(context.Background(), id)
+			}
+		}
+		_ = net.DeletePort(context.Background(), parent.ID)
+	})
+	var addMs []float64
+	start := time.Now()
+	for vlan := 1; vlan <= neutron.MaxVLAN; vlan += step {
+		n := min(step, neutron.MaxVLAN-vlan+1)
+		specs := make([]openstack.PortSpec, n)
+		for i := range specs {
+			specs[i] = openstack.PortSpec{NetworkID: network.ID, SubnetID: subnet.ID, Name: fmt.Sprintf("sub-%d", vlan+i)}
+		}
+		var ports []openstack.Port
+		for i := 0; i < n; i += neutron.BulkMax {
+			made, err := net.CreatePorts(ctx, specs[i:min(i+neutron.BulkMax, n)])
+			if err != nil {
+				t.Fatal(err)
+			}
+			ports = append(ports, made...)
+		}
+		subs := make([]openstack.Subport, n)
+		for i, p := range ports {
+			ids = append(ids, p.ID)
+			subs[i] = openstack.Subport{PortID: p.ID, SegmentationType: openstack.SegmentationVLAN, SegmentationID: vlan + i}
+		}
+		at := time.Now()
+		if err := net.AddSubports(ctx, trunk.Trunk.ID, subs); err != nil {
+			t.Fatalf("add_subports of VLANs %d-%d: %v", vlan, vlan+n-1, err)
+		}
+		addMs = append(addMs, msSince(at, time.Now()))
+	}
+	fillS := time.Since(start).Seconds()
+	at := time.Now()
+	got, err := net.GetTrunk(ctx, trunk.Trunk.ID)
+	if err != nil || len(got.Subports) != neutron.MaxVLAN {
+		t.Fatalf("the full trunk: %v, %d subports, want %d", err, len(got.Subports), neutron.MaxVLAN)
+	}
+	getMs := msSince(at, time.Now())
+	var nb int
+	eventually(t, 5*time.Minute, "OVN's northbound database to hold a logical switch port per subport", func() (bool, error) {
+		out, err := exec.Command("ovn-nbctl", "--db="+env.vars["STACK_OVN_NB_TCP"], "--timeout=30", "--format=csv", "--no-headings", "find",
+			"Logical_Switch_Port", "parent_name="+parent.ID).Output()
+		nb = strings.Count(string(out), "\n")
+		return nb >= neutron.MaxVLAN, err
+	})
+	ovnS := time.Since(at).Seconds()
+	// One more: VLAN 4095 is no 802.1Q VLAN ID, and a VLAN in use is refused.
+	extra, err := net.CreatePort(ctx, openstack.PortSpec{NetworkID: network.ID, SubnetID: subnet.ID, Name: "sub-extra"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, extra.ID)
+	over := net.AddSubports(ctx, trunk.Trunk.ID, []openstack.Subport{{PortID: extra.ID, SegmentationType: openstack.SegmentationVLAN, SegmentationID: 4095}})
+	dup := net.AddSubports(ctx, trunk.Trunk.ID, []openstack.Subport{{PortID: extra.ID, SegmentationType: openstack.SegmentationVLAN, SegmentationID: 7}})
+	if over == nil || dup == nil {
+		t.Errorf("Neutron took a subport on VLAN 4095 (%v) or on VLAN 7 in use (%v)", over, dup)
+	}
+	s := summarize(addMs)
+	put("limits.trunk_subports", float64(len(got.Subports)))
+	put("limits.add_subports_step", float64(step))
+	put("limits.add_subports_first_ms", addMs[0])
+	put("limits.add_subports_last_ms", addMs[len(addMs)-1])
+	put("limits.add_subports_p50_ms", s.p50)
+	put("limits.add_subports_max_ms", s.max)
+	put("limits.fill_wall_s", fillS)
+	put("limits.get_full_trunk_ms", getMs)
+	put("limits.ovn_lsps_after_s", ovnS)
+	t.Logf("limits: a trunk took a subport on each of the %d VLAN IDs in %.0f s (ports made and attached %d at a time); add_subports took %.0f ms at first, %.0f ms last, max %.0f ms; GET of the full trunk %.0f ms; OVN NB held %d child ports %.1f s after; VLAN 4095 refused: %v; a VLAN in use refused: %v",
+		len(got.Subports), fillS, step, addMs[0], addMs[len(addMs)-1], s.max, getMs, nb, ovnS, openstack.KindOf(over), openstack.KindOf(dup))
 }

@@ -33,8 +33,9 @@ import (
 var (
 	benchNodePods   = flag.Int("bench.node-pods", 100, "pods in each burst of the node benchmark")
 	benchNodeSeq    = flag.Int("bench.node-seq", 20, "single bound port creates timed for the node benchmark's Neutron floor")
-	benchNodePhases = flag.String("bench.node-phases", "pools_off,pools_warm,pools_warm_per_node,nested_pools_off,nested_pools_warm",
-		"the node benchmark's phases after its floors (nested_*: on the stack's nested node, with their own floors)")
+	benchNodePhases = flag.String("bench.node-phases", "pools_off,pools_warm,pools_warm_per_node,nested_pools_off,nested_pools_warm,nested_limits",
+		"the node benchmark's phases after its floors (nested_*: on the stack's nested node, with their own floors; nested_limits: "+
+			"a trunk filled on every VLAN ID)")
 	benchNodeOut    = flag.String("bench.node-out", "bench/results/node", "where the node benchmark writes latest.json and latest.md")
 	benchNodePodsTo = flag.String("bench.node-pods-to", "", "when set, a file each phase appends one line per pod to: created → annotation seen, Ready seen, answered (ms)")
 	// The stack's services measured by process group (their PID files), beside containerd's shims, raven-node and Raven.
