@@ -300,6 +300,25 @@ func (t *Trunks) remove(ctx context.Context, vt *vmTrunk, portID string) error {
 	return nil
 }
 
+// Carries says a trunk Raven knows carries the port (Neutron's copy of the port may not show it yet).
+func (t *Trunks) Carries(portID string) bool {
+	t.mu.Lock()
+	known := make([]*vmTrunk, 0, len(t.nodes))
+	for _, vt := range t.nodes {
+		known = append(known, vt)
+	}
+	t.mu.Unlock()
+	for _, vt := range known {
+		vt.mu.Lock()
+		_, on := vt.byPort[portID]
+		vt.mu.Unlock()
+		if on {
+			return true
+		}
+	}
+	return false
+}
+
 // Forget drops what Raven knows of a deleted node's trunk.
 func (t *Trunks) Forget(node string) {
 	t.mu.Lock()

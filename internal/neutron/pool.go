@@ -403,7 +403,8 @@ func (p *Pools) write(ctx context.Context, c Claim) *Claim {
 // the caller deletes it instead.
 func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Port) (ok bool, err error) {
 	// A nested pod's port is a subport of its VM's trunk: it is deleted, not recycled.
-	if !p.Cfg.Recycle || nn == nil || nn.Network.ID != port.NetworkID || p.M.X.Claimed(port.ID) || isSubport(port) {
+	if !p.Cfg.Recycle || nn == nil || nn.Network.ID != port.NetworkID || p.M.X.Claimed(port.ID) || isSubport(port) ||
+		p.M.T != nil && p.M.T.Carries(port.ID) {
 		return false, nil
 	}
 	// A port of a node's pool goes back to that node's pool, still bound; an unbound pool takes it unbound.

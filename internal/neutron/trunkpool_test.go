@@ -240,3 +240,31 @@ func TestTrunkPoolPortsGo(t *testing.T) {
 		})
 	}
 }
+
+// A nested pod's port, made for it and attached since the index last listed it (the index's copy does not say
+// it is a subport), is deleted when its pod goes, not recycled into a pool: it is still on the trunk.
+func TestANestedPodsPortIsNotRecycled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n, m, nn, vms, trunks := trunkPoolSetup(t, ctx, 0)
+	m.P.Cfg.Recycle = true
+	pod, _ := nestedPod("uid-1", vms["vm-1"])
+	port, _, err := m.EnsurePort(ctx, pod, nn, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Attach(ctx, vms["vm-1"], port.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ReleasePorts(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	n.Lock()
+	defer n.Unlock()
+	if _, left := n.Ports[port.ID]; left || len(n.Trunks[trunks["vm-1"].ID].Subports) != 0 {
+		t.Fatalf("the nested pod's port is left in Neutron (%v) or on the trunk (%d subports)", left, len(n.Trunks[trunks["vm-1"].ID].Subports))
+	}
+	if m.X.FreeTotal() != 0 {
+		t.Fatal("the nested pod's port went into a pool")
+	}
+}
