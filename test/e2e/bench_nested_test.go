@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -190,9 +191,11 @@ func nestedBench(t *testing.T, w *annotationWatch, put func(string, float64), ph
 	if env.raven != nil {
 		env.raven.stop()
 	}
-	if slices.Contains(phases, "nested_limits") {
-		nestedLimits(t, put, 200)
-	}
+	defer func() {
+		if slices.Contains(phases, "nested_limits") {
+			nestedLimits(t, put, *benchTrunkSubports, 200)
+		}
+	}()
 	if !slices.Contains(phases, "nested_pools_off") && !slices.Contains(phases, "nested_pools_warm") {
 		return
 	}
@@ -307,12 +310,15 @@ func namespaceNetwork(t *testing.T, ns string) string {
 	return sub.NetworkID
 }
 
+// benchTrunkSubports is how many subports nestedLimits puts on one trunk.
+var benchTrunkSubports = flag.Int("bench.trunk-subports", neutron.MaxVLAN, "subports the nested_limits phase puts on one trunk (at most 4094)")
+
 // nestedLimits measures what one trunk holds: a VM port bound to the first node (no VM behind it: OVN makes
-// every subport a logical switch port of it all the same) whose trunk gets a subport on every VLAN ID,
-// 1-4094, in add_subports of step ports each. It records each request's time as the trunk fills, how long
+// every subport a logical switch port of it all the same) whose trunk gets a subport on VLAN IDs 1 to total,
+// in add_subports of step ports each. It records each request's time as the trunk fills, how long
 // Neutron takes to show the full trunk and OVN's northbound database to hold its logical switch ports, and
 // what Neutron answers to a subport on VLAN 4095 and to a second port on a VLAN in use.
-func nestedLimits(t *testing.T, put func(string, float64), step int) {
+func nestedLimits(t *testing.T, put func(string, float64), total, step int) {
 	ctx := context.Background()
 	net := env.os.Networking
 	network, err := net.CreateNetwork(ctx, openstack.NetworkSpec{Name: "bench-trunk-limits-" + randSuffix()})
@@ -346,8 +352,9 @@ func nestedLimits(t *testing.T, put func(string, float64), step int) {
 	})
 	var addMs []float64
 	start := time.Now()
-	for vlan := 1; vlan <= neutron.MaxVLAN; vlan += step {
-		n := min(step, neutron.MaxVLAN-vlan+1)
+	total = min(total, neutron.MaxVLAN)
+	for vlan := 1; vlan <= total; vlan += step {
+		n := min(step, total-vlan+1)
 		specs := make([]openstack.PortSpec, n)
 		for i := range specs {
 			specs[i] = openstack.PortSpec{NetworkID: network.ID, SubnetID: subnet.ID, Name: fmt.Sprintf("sub-%d", vlan+i)}
@@ -374,8 +381,8 @@ func nestedLimits(t *testing.T, put func(string, float64), step int) {
 	fillS := time.Since(start).Seconds()
 	at := time.Now()
 	got, err := net.GetTrunk(ctx, trunk.Trunk.ID)
-	if err != nil || len(got.Subports) != neutron.MaxVLAN {
-		t.Fatalf("the full trunk: %v, %d subports, want %d", err, len(got.Subports), neutron.MaxVLAN)
+	if err != nil || len(got.Subports) != total {
+		t.Fatalf("the full trunk: %v, %d subports, want %d", err, len(got.Subports), total)
 	}
 	getMs := msSince(at, time.Now())
 	var nb int
@@ -383,7 +390,7 @@ func nestedLimits(t *testing.T, put func(string, float64), step int) {
 		out, err := exec.Command("ovn-nbctl", "--db="+env.vars["STACK_OVN_NB_TCP"], "--timeout=30", "--format=csv", "--no-headings", "find",
 			"Logical_Switch_Port", "parent_name="+parent.ID).Output()
 		nb = strings.Count(string(out), "\n")
-		return nb >= neutron.MaxVLAN, err
+		return nb >= total, err
 	})
 	ovnS := time.Since(at).Seconds()
 	// One more: VLAN 4095 is no 802.1Q VLAN ID, and a VLAN in use is refused.
@@ -400,6 +407,9 @@ func nestedLimits(t *testing.T, put func(string, float64), step int) {
 	s := summarize(addMs)
 	put("limits.trunk_subports", float64(len(got.Subports)))
 	put("limits.add_subports_step", float64(step))
+	for i, ms := range addMs {
+		put(fmt.Sprintf("limits.add_subports_ms_from_%04d", i*step+1), ms)
+	}
 	put("limits.add_subports_first_ms", addMs[0])
 	put("limits.add_subports_last_ms", addMs[len(addMs)-1])
 	put("limits.add_subports_p50_ms", s.p50)
