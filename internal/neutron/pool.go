@@ -612,7 +612,13 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet, host string) {
 	}()
 	owner := ownership.Owner{Cluster: p.M.C.ID, Kind: ownership.KindPool, Name: nn.Namespace}
 	bind := host
-	vm, nested := p.vmOf(host)
+	vm, nested, known := p.vmOf(host)
+	if nested && !known {
+		// No pod of the node took a port since Raven started: its VM's address, which finds the trunk, is not
+		// known yet. The node's next pod refills the pool.
+		log.V(2).Info("Not refilling a trunk pool before a pod of its node takes a port")
+		return
+	}
 	if nested {
 		// A trunk pool's ports are unbound, and tagged with their node: the trunk's parent is what is bound.
 		owner.Node, bind = vm.Name, ""
@@ -659,18 +665,17 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet, host string) {
 	}
 }
 
-// vmOf is the nested node of a trunk pool's host (ok false for any other pool's), as its last pod named it.
-func (p *Pools) vmOf(host string) (vm VMNode, ok bool) {
-	node, ok := trunkPoolNode(host)
-	if !ok {
-		return VMNode{}, false
+// vmOf is the nested node of a trunk pool's host (nested false for any other pool's), as its last pod named it
+// (known false when no pod of it took a port since Raven started).
+func (p *Pools) vmOf(host string) (vm VMNode, nested, known bool) {
+	node, nested := trunkPoolNode(host)
+	if !nested {
+		return VMNode{}, false, false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if vm, known := p.vms[node]; known {
-		return vm, true
-	}
-	return VMNode{Name: node}, true // the trunk is found by name, if Raven has used it since it started
+	vm, known = p.vms[node]
+	return vm, true, known
 }
 
 // attach puts a trunk pool's new ports on the node VM's trunk, all in one request. A port it could not attach

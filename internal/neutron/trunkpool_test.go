@@ -268,3 +268,35 @@ func TestANestedPodsPortIsNotRecycled(t *testing.T) {
 		t.Fatal("the nested pod's port went into a pool")
 	}
 }
+
+// A restarted Raven does not refill a trunk pool before a pod of its node takes a port: until then it does not
+// know the VM's address, which finds the trunk, and the ports it made could not go on the trunk.
+func TestATrunkPoolRefillsOnlyOnceItsNodeIsKnown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n, m, nn, vms, _ := trunkPoolSetup(t, ctx, 2)
+	warmTrunkPool(t, ctx, m, nn, vms["vm-1"], 2)
+	// A restart, with one free port left in the pool (below minFree).
+	m.P.Cfg.MinFree = 0
+	taker, owner := nestedPod("uid-taker", vms["vm-1"])
+	if _, ok, err := m.P.Take(ctx, nn, taker, owner); !ok || err != nil {
+		t.Fatalf("Take = %v, %v", ok, err)
+	}
+	m.P.Cfg.MinFree = 2
+	m.T = &Trunks{N: n, WorkerSubnetID: "workers"}
+	m.P = &Pools{M: m, Cfg: m.P.Cfg}
+	m.P.Start(ctx, 1)
+	creates := n.Calls["CreatePorts"]
+	m.P.Tend(ctx, []NamespaceNet{*nn}, time.Now())
+	eventually(t, "the tend's refill to end", func() bool { return m.P.Refilling() == 0 })
+	if n.Calls["CreatePorts"] != creates {
+		t.Fatal("a trunk pool was refilled before its node's VM was known")
+	}
+	pod, owner := nestedPod("uid-next", vms["vm-1"])
+	if _, ok, err := m.P.Take(ctx, nn, pod, owner); !ok || err != nil {
+		t.Fatalf("Take = %v, %v", ok, err)
+	}
+	eventually(t, "the trunk pool to fill once a pod of its node came", func() bool {
+		return m.X.FreeIn(nn.Network.ID, TrunkPool("vm-1")) >= 2 && m.P.Refilling() == 0
+	})
+}
