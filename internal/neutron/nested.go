@@ -39,14 +39,15 @@ type Trunks struct {
 type vmTrunk struct {
 	// mu is held while the trunk's subports are read or changed, Neutron's requests included.
 	mu sync.Mutex
-	// qmu guards next: the attaches waiting for mu.
-	qmu      sync.Mutex
-	next     *attachBatch
-	id       string
-	parent   string
-	loaded   bool
-	byPort   map[string]int // subport → segmentation ID
-	portByID map[int]string // segmentation ID → subport
+	// qmu guards nextAttach and nextDetach: the attaches and detaches waiting for mu.
+	qmu        sync.Mutex
+	nextAttach *portBatch
+	nextDetach *portBatch
+	id         string
+	parent     string
+	loaded     bool
+	byPort     map[string]int // subport → segmentation ID
+	portByID   map[int]string // segmentation ID → subport
 }
 
 // Subport is a port on a trunk: which trunk, and its VLAN there.
@@ -141,13 +142,48 @@ func (t *Trunks) AttachAll(ctx context.Context, node VMNode, portIDs []string) (
 	return subs, err
 }
 
-// attachBatch is the ports of the attaches that wait for a trunk while another is in Neutron: the first of
-// them to get the trunk sends them all in one add_subports (a burst of pods with pools off makes one request
-// per round trip, not one per pod).
-type attachBatch struct {
+// portBatch is the ports of the attaches (or detaches) that wait for a trunk while another is in Neutron: the
+// first of them to get the trunk sends them all in one add_subports (remove_subports). A burst of pods with
+// pools off makes one request per round trip, not one per pod, and so does a namespace's teardown.
+type portBatch struct {
 	ports []string
 	done  chan struct{}
 	err   error
+}
+
+// group runs op, with vt.mu held, for ports and those of every caller that joined the same batch of next. A
+// batch op fails for is run again for each caller's ports alone, so that a port Neutron refuses (its pod
+// deleted meanwhile) fails alone.
+func (vt *vmTrunk) group(next **portBatch, ports []string, op func([]string) error) error {
+	vt.qmu.Lock()
+	b := *next
+	if b == nil {
+		b = &portBatch{done: make(chan struct{})}
+		*next = b
+	}
+	b.ports = append(b.ports, ports...)
+	vt.qmu.Unlock()
+
+	vt.mu.Lock()
+	defer vt.mu.Unlock()
+	vt.qmu.Lock()
+	lead := *next == b
+	if lead {
+		*next = nil
+	}
+	vt.qmu.Unlock()
+	if lead {
+		b.err = op(b.ports)
+		if b.err != nil && len(b.ports) > len(ports) {
+			b.err = errBatchFailed
+		}
+		close(b.done)
+	}
+	<-b.done // closed already unless this caller leads: the leader closes it before it lets go of vt.mu
+	if errors.Is(b.err, errBatchFailed) {
+		return op(ports)
+	}
+	return b.err
 }
 
 // attach is AttachAll on the trunk Raven knows for the node: the ports join the trunk's next batch.
@@ -156,46 +192,15 @@ func (t *Trunks) attach(ctx context.Context, node VMNode, portIDs []string) ([]S
 	if err != nil {
 		return nil, err
 	}
-	vt.qmu.Lock()
-	b := vt.next
-	if b == nil {
-		b = &attachBatch{done: make(chan struct{})}
-		vt.next = b
-	}
-	b.ports = append(b.ports, portIDs...)
-	vt.qmu.Unlock()
-
-	vt.mu.Lock()
-	defer vt.mu.Unlock()
-	vt.qmu.Lock()
-	lead := vt.next == b
-	if lead {
-		vt.next = nil
-	}
-	vt.qmu.Unlock()
-	if lead {
-		b.err = t.attachLocked(ctx, node, vt, b.ports)
-		if b.err != nil && len(b.ports) > len(portIDs) {
-			// One port of the batch may be what Neutron refuses (its pod deleted meanwhile): each attach goes
-			// on alone, so that no pod fails for another's port.
-			b.err = errBatchFailed
-		}
-		close(b.done)
-	}
-	<-b.done
-	switch {
-	case errors.Is(b.err, errBatchFailed):
-		err = t.attachLocked(ctx, node, vt, portIDs)
-	default:
-		err = b.err
-	}
-	if err != nil {
+	if err := vt.group(&vt.nextAttach, portIDs, func(ports []string) error { return t.attachLocked(ctx, node, vt, ports) }); err != nil {
 		return nil, err
 	}
+	vt.mu.Lock()
+	defer vt.mu.Unlock()
 	return vt.where(portIDs), nil
 }
 
-// errBatchFailed says a batch of several attaches failed: each is tried again alone.
+// errBatchFailed says a batch of several attaches (or detaches) failed: each is tried again alone.
 var errBatchFailed = errors.New("a batch of subports was refused")
 
 // attachLocked adds the ports the trunk does not carry yet in one add_subports. Caller holds vt.mu.
@@ -271,12 +276,10 @@ func (t *Trunks) Detach(ctx context.Context, portID string) error {
 	for _, vt := range known {
 		vt.mu.Lock()
 		_, on := vt.byPort[portID]
-		if on {
-			err := t.remove(ctx, vt, portID)
-			vt.mu.Unlock()
-			return err
-		}
 		vt.mu.Unlock()
+		if on {
+			return vt.group(&vt.nextDetach, []string{portID}, func(ports []string) error { return t.removeLocked(ctx, vt, ports) })
+		}
 	}
 	trunks, err := t.N.ListTrunks(ctx, "")
 	if err != nil {
@@ -290,13 +293,24 @@ func (t *Trunks) Detach(ctx context.Context, portID string) error {
 	return nil
 }
 
-// remove takes portID off vt. Caller holds vt.mu.
-func (t *Trunks) remove(ctx context.Context, vt *vmTrunk, portID string) error {
-	if err := openstack.IgnoreNotFound(t.N.RemoveSubports(ctx, vt.id, []string{portID})); err != nil {
+// removeLocked takes the ports vt still carries off it in one remove_subports (a port alone that Neutron says
+// the trunk does not carry is off already). Caller holds vt.mu.
+func (t *Trunks) removeLocked(ctx context.Context, vt *vmTrunk, portIDs []string) error {
+	ports := slices.DeleteFunc(slices.Clone(portIDs), func(id string) bool { _, on := vt.byPort[id]; return !on })
+	if len(ports) == 0 {
+		return nil
+	}
+	err := t.N.RemoveSubports(ctx, vt.id, ports)
+	if len(ports) == 1 {
+		err = openstack.IgnoreNotFound(err)
+	}
+	if err != nil {
 		return err
 	}
-	delete(vt.portByID, vt.byPort[portID])
-	delete(vt.byPort, portID)
+	for _, id := range ports {
+		delete(vt.portByID, vt.byPort[id])
+		delete(vt.byPort, id)
+	}
 	return nil
 }
 

@@ -294,9 +294,15 @@ func (m *Manager) deletePort(ctx context.Context, id string) error {
 	return m.deleteGuarded(ctx, id)
 }
 
-// deleteGuarded deletes a port whose guard in m.deleting the caller holds. With nested nodes, a port that a
-// trunk carries (Neutron refuses to delete it: 409) is taken off the trunk first.
+// deleteGuarded deletes a port whose guard in m.deleting the caller holds. A port that a trunk carries
+// (Neutron refuses to delete it: 409) is taken off the trunk first: at once when Raven knows it is a subport,
+// else after Neutron's refusal.
 func (m *Manager) deleteGuarded(ctx context.Context, id string) error {
+	if m.T != nil && m.T.Carries(id) {
+		if err := m.T.Detach(ctx, id); err != nil {
+			return err
+		}
+	}
 	err := m.N.DeletePort(ctx, id)
 	if m.T != nil && openstack.KindOf(err) == openstack.KindConflict {
 		if derr := m.T.Detach(ctx, id); derr != nil {
