@@ -68,7 +68,7 @@ bench: ## Benchmark on the real stack (control plane, STACK_CNI=0): its own floo
 .PHONY: bench-node
 # The node benchmark needs the node side: a stack it starts itself has it.
 bench-node: export STACK_CNI ?= 1
-bench-node: ## Node benchmark (real nodes): created → answered with pools off, warm, and warm per node, beside Neutron's, the node's (floor-cni) and Kubernetes' floors; CPU and RSS per component (bench/results/node/).
+bench-node: ## Node benchmark (real nodes): created → answered with pools off, warm, and warm per node, beside Neutron's, the node's (floor-cni) and Kubernetes' floors; CPU and RSS per component; then on the nested node, pools off and a warm trunk pool beside their floors, and one trunk filled (bench/results/node/).
 	@mkdir -p $(BIN) bench/results/node
 	$(call bench_run,TestBenchmarkNode,bench-node)
 
