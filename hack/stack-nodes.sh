@@ -108,6 +108,7 @@ node_netns_file() {
   [[ -n $CHASSIS_NS ]] && src=/var/run/netns/$CHASSIS_NS
   (($1 == 2)) && src=/var/run/netns/$NODE2_NS
   (($1 == 3)) && src=/var/run/netns/$VM_NS
+  (($1 == 4)) && src=/var/run/netns/$VM2_NS
   touch "$f"
   mount --bind "$src" "$f"
 }
@@ -161,7 +162,7 @@ T
 write_kubelet_config() {
   local i=$1 name=$2 d=$3 root=$4 port=$5 hport=$6 addr=$7 taints=""
   ((i == 2)) && taints=$'registerWithTaints:\n- {key: raven.io/second-node, effect: NoSchedule}'
-  ((i == 3)) && taints=$'registerWithTaints:\n- {key: raven.io/nested, effect: NoSchedule}'
+  ((i >= 3)) && taints=$'registerWithTaints:\n- {key: raven.io/nested, effect: NoSchedule}'
   cat >"$d/kubelet.yaml" <<T
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -193,7 +194,8 @@ T
   write_kubeconfig "$d/kubelet.kubeconfig" "$API_PORT" "$(cat "$STACK_DIR/pki/token-$name")" "system:node:$name"
 }
 
-# start_node I NAME: containerd and the kubelet of node I (3: the nested node, whose address is its VM port's).
+# start_node I NAME: containerd and the kubelet of node I (3 and 4: the nested nodes, whose addresses are their
+# VM ports').
 start_node() {
   local i=$1 name=$2 d bins root addr labels=""
   addr=$NODE_NET.$i
@@ -201,6 +203,7 @@ start_node() {
   bins=$NODE_BINS
   mkdir -p "$d"/{containerd,run,cni/bin,cni/net.d,kubelet,pod-logs,raven}
   ((i == 3)) && addr=$VM_IP labels=--node-labels=raven.io/nested=true
+  ((i == 4)) && addr=$VM2_IP labels=--node-labels=raven.io/nested=true
   ip addr add "$addr/32" dev lo 2>/dev/null || true
   echo "$addr/32" >>"$STACK_DIR/lo-addrs"
   root=$(node_cgroups "$i")
@@ -208,6 +211,7 @@ start_node() {
     1) ln -sfn "$OVS_RUNDIR" "$d/ovs"; ln -sfn "$OVN_RUNDIR" "$d/ovn" ;;
     2) ln -sfn "$OVS2_RUNDIR" "$d/ovs"; ln -sfn "$OVN2_RUNDIR" "$d/ovn" ;;
     3) ln -sfn "$OVS3_RUNDIR" "$d/ovs" ;; # a VM runs no ovn-controller
+    4) ln -sfn "$OVS4_RUNDIR" "$d/ovs" ;;
   esac
   node_netns_file "$i" "$d"
   write_containerd_config "$d" "$bins"
@@ -231,11 +235,12 @@ start_nodes() {
   start_registry
   start_node 1 "$NODE_NAME"
   ((nodes >= 2)) && start_node 2 "$NODE2_NAME"
-  [[ $NESTED == 1 ]] && start_node 3 "$VM_NAME"
+  [[ $NESTED == 1 ]] && start_node 3 "$VM_NAME" && start_node 4 "$VM2_NAME"
   start_scheduler "$kp"
   wait_for kubelet-1 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE_NAME"
   ((nodes >= 2)) && wait_for kubelet-2 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$NODE2_NAME"
-  [[ $NESTED == 1 ]] && wait_for kubelet-3 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$VM_NAME"
+  [[ $NESTED == 1 ]] && wait_for kubelet-3 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$VM_NAME" &&
+    wait_for kubelet-4 60 env KUBECONFIG="$STACK_DIR/kubeconfig" kubectl get node "$VM2_NAME"
   install_raven_node "$nodes"
 }
 
@@ -346,7 +351,7 @@ P
   local deadline=$((SECONDS + 180)) ready
   until ready=$(KUBECONFIG=$STACK_DIR/kubeconfig kubectl -n raven-system get ds raven-node -o jsonpath='{.status.numberReady}' 2>/dev/null) &&
     [[ ${ready:-0} == "$nodes" ]] && { [[ $NESTED != 1 ]] ||
-      [[ $(KUBECONFIG=$STACK_DIR/kubeconfig kubectl -n raven-system get ds raven-node-nested -o jsonpath='{.status.numberReady}' 2>/dev/null) == 1 ]]; }; do
+      [[ $(KUBECONFIG=$STACK_DIR/kubeconfig kubectl -n raven-system get ds raven-node-nested -o jsonpath='{.status.numberReady}' 2>/dev/null) == 2 ]]; }; do
     if ((SECONDS > deadline)); then
       KUBECONFIG=$STACK_DIR/kubeconfig kubectl -n raven-system get pods -o wide >&2 || true
       die "raven-node not Ready on $nodes node(s) after 180 s (logs: kubectl -n raven-system logs ds/raven-node)"
@@ -401,10 +406,12 @@ $(raven_node_args nested)
             - {name: tmp, mountPath: /tmp}
             - {name: stack-nodes, mountPath: $STACK_DIR/nodes, mountPropagation: HostToContainer}
             - {name: stack-ovs3, mountPath: $OVS3_RUNDIR}
+            - {name: stack-ovs4, mountPath: $OVS4_RUNDIR}
       volumes:
         - {name: tmp, emptyDir: {}}
         - {name: stack-nodes, hostPath: {path: $STACK_DIR/nodes, type: Directory}}
-        - {name: stack-ovs3, hostPath: {path: $OVS3_RUNDIR, type: Directory}}
+        - {name: stack-ovs3, hostPath: {path: $OVS3_RUNDIR, type: DirectoryOrCreate}}
+        - {name: stack-ovs4, hostPath: {path: $OVS4_RUNDIR, type: DirectoryOrCreate}}
 D
 }
 
@@ -413,9 +420,9 @@ D
 # namespaces and volumes, the kubelets' bind mounts), the cgroups, and the node addresses.
 stop_nodes() {
   [[ -d $STACK_DIR/nodes ]] || return 0
-  terminate kubelet-1 kubelet-2 kubelet-3 kube-scheduler
+  terminate kubelet-1 kubelet-2 kubelet-3 kubelet-4 kube-scheduler
   remove_cgroups
-  terminate containerd-1 containerd-2 containerd-3 registry
+  terminate containerd-1 containerd-2 containerd-3 containerd-4 registry
   pkill -KILL -f "containerd-shim-runc-v2 -namespace k8s.io -address $STACK_DIR/nodes/" 2>/dev/null || true
   local m
   for _ in 1 2 3; do

@@ -521,7 +521,7 @@ up() {
   if [[ $NODE_RUNTIME == kubelet ]]; then
     node_pki
     if [[ $NESTED == 1 ]]; then
-      node_tokens "$NODE_NAME" "$NODE2_NAME" "$VM_NAME" >>"$STACK_DIR/pki/tokens.csv"
+      node_tokens "$NODE_NAME" "$NODE2_NAME" "$VM_NAME" "$VM2_NAME" >>"$STACK_DIR/pki/tokens.csv"
     else
       node_tokens "$NODE_NAME" "$NODE2_NAME" >>"$STACK_DIR/pki/tokens.csv"
     fi
@@ -615,9 +615,10 @@ ENV
   fi
 
   if [[ $NESTED == 1 ]]; then
-    log "making the nested node $VM_NAME: its VM's port on raven-workers ($VM_CIDR), bound to $NODE_NAME, with a trunk; the VM's namespace $VM_NS and Open vSwitch"
+    log "making the nested nodes $VM_NAME and $VM2_NAME: their VMs' ports on raven-workers ($VM_CIDR), bound to $NODE_NAME and $NODE2_NAME, with a trunk each; each VM's namespace and Open vSwitch"
     vm_neutron "$NEUTRON_URL" "${hdr[@]}"
-    start_vm
+    start_vm 1
+    start_vm 2
     cat "$STACK_DIR/vm.env" >>"$STACK_DIR/env"
   fi
   if [[ $NODE_RUNTIME == kubelet ]]; then
@@ -626,7 +627,8 @@ ENV
     printf 'export CONTAINER_RUNTIME_ENDPOINT=unix://%s\nexport STACK_REGISTRY=%s\nexport STACK_IMAGES_VERSION=%s\nexport STACK_NODE_BINS=%s\n' \
       "$(node_dir "$NODE_NAME")/run/containerd.sock" "$REGISTRY_ADDR" "$IMAGES_VERSION" "$NODE_BINS" >>"$STACK_DIR/env"
     ((nodes >= 2)) && printf 'export STACK_NODE2_RUNTIME_ENDPOINT=unix://%s\n' "$(node_dir "$NODE2_NAME")/run/containerd.sock" >>"$STACK_DIR/env"
-    [[ $NESTED == 1 ]] && printf 'export STACK_VM_RUNTIME_ENDPOINT=unix://%s\n' "$(node_dir "$VM_NAME")/run/containerd.sock" >>"$STACK_DIR/env"
+    [[ $NESTED == 1 ]] && printf 'export STACK_VM_RUNTIME_ENDPOINT=unix://%s\nexport STACK_VM2_RUNTIME_ENDPOINT=unix://%s\n' \
+      "$(node_dir "$VM_NAME")/run/containerd.sock" "$(node_dir "$VM2_NAME")/run/containerd.sock" >>"$STACK_DIR/env"
     # crictl (and ctr, kubelet, containerd) on the PATH; crictl's own config names node 1's runtime.
     printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 10\n' "$(node_dir "$NODE_NAME")/run/containerd.sock" \
       "$(node_dir "$NODE_NAME")/run/containerd.sock" >"$STACK_DIR/crictl.yaml"

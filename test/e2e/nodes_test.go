@@ -40,6 +40,8 @@ func runtimeEndpoint(node string) (string, error) {
 		return env.vars["STACK_NODE2_RUNTIME_ENDPOINT"], nil
 	case env.vars["STACK_VM_NAME"]:
 		return env.vars["STACK_VM_RUNTIME_ENDPOINT"], nil
+	case env.vars["STACK_VM2_NAME"]:
+		return env.vars["STACK_VM2_RUNTIME_ENDPOINT"], nil
 	}
 	return "", fmt.Errorf("node %q is not one of the stack's", node)
 }

@@ -26,7 +26,7 @@ func kubectl(t testing.TB, args ...string) string {
 }
 
 // The seed 001 walkthrough as an operator runs it on the local stack's real nodes: every node Ready on
-// containerd, raven-node Ready on each chassis node and raven-node-nested on the nested one, `kubectl run nginx
+// containerd, raven-node Ready on each chassis node and raven-node-nested on the nested ones, `kubectl run nginx
 // --image=nginx` answers HTTP on port 80 from another pod (through `kubectl exec`), and `kubectl logs` shows the
 // server's log.
 func TestNginxWalkthroughOnRealNodes(t *testing.T) {
@@ -65,7 +65,7 @@ func nodeReady(n corev1.Node) bool {
 }
 
 // checkNodes checks that every node runs containerd 2 and is Ready, and that raven-node is Ready on each chassis
-// node and raven-node-nested on the nested one.
+// node and raven-node-nested on the nested ones.
 func checkNodes(ctx context.Context, t *testing.T) {
 	t.Helper()
 	nodes, err := env.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -74,8 +74,10 @@ func checkNodes(ctx context.Context, t *testing.T) {
 	}
 	chassis, err := strconv.Atoi(env.vars["STACK_NODES"])
 	nested := 0
-	if env.vars["STACK_VM_NAME"] != "" {
-		nested = 1
+	for _, vm := range []string{"STACK_VM_NAME", "STACK_VM2_NAME"} {
+		if env.vars[vm] != "" {
+			nested++
+		}
 	}
 	if err != nil || len(nodes.Items) != chassis+nested {
 		t.Fatalf("%d nodes, want STACK_NODES=%q and %d nested", len(nodes.Items), env.vars["STACK_NODES"], nested)
@@ -97,8 +99,8 @@ func checkNodes(ctx context.Context, t *testing.T) {
 	}
 	if nested > 0 {
 		nds, err := env.kube.AppsV1().DaemonSets("raven-system").Get(ctx, "raven-node-nested", metav1.GetOptions{})
-		if err != nil || nds.Status.NumberReady != 1 {
-			t.Errorf("raven-node-nested: %v, want it Ready on the nested node (%v)", nds, err)
+		if err != nil || int(nds.Status.NumberReady) != nested {
+			t.Errorf("raven-node-nested: %v, want it Ready on the %d nested nodes (%v)", nds, nested, err)
 		}
 	}
 }
