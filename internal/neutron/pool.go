@@ -398,13 +398,20 @@ func (p *Pools) write(ctx context.Context, c Claim) *Claim {
 	}
 }
 
+// recyclable says port may go back to nn's pool: pools recycle, the port is on nn's network, and it is not
+// claimed yet. A nested pod's port is a subport of its VM's trunk: it is deleted, not recycled.
+func (p *Pools) recyclable(nn *NamespaceNet, port openstack.Port) bool {
+	if !p.Cfg.Recycle || nn == nil || nn.Network.ID != port.NetworkID || p.M.X.Claimed(port.ID) {
+		return false
+	}
+	return !isSubport(port) && (p.M.T == nil || !p.M.T.Carries(port.ID))
+}
+
 // Recycle makes port, whose pod is gone or finished, a free port of its namespace's pool again. ok is false
 // when the pool is full, closed or not recycling, or the port is claimed and not yet recorded in Neutron:
 // the caller deletes it instead.
 func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Port) (ok bool, err error) {
-	// A nested pod's port is a subport of its VM's trunk: it is deleted, not recycled.
-	if !p.Cfg.Recycle || nn == nil || nn.Network.ID != port.NetworkID || p.M.X.Claimed(port.ID) || isSubport(port) ||
-		p.M.T != nil && p.M.T.Carries(port.ID) {
+	if !p.recyclable(nn, port) {
 		return false, nil
 	}
 	// A port of a node's pool goes back to that node's pool, still bound; an unbound pool takes it unbound.

@@ -13,7 +13,7 @@ import (
 
 // trunkPoolSetup is a cluster with namespace "ns" and two node VMs (vmNeutron), with trunk pools of the given
 // size and per-node pools for the chassis nodes.
-func trunkPoolSetup(t *testing.T, ctx context.Context, minFree int) (*fake.Neutron, *Manager, *NamespaceNet, map[string]VMNode, map[string]*openstack.Trunk) {
+func trunkPoolSetup(ctx context.Context, t *testing.T, minFree int) (*fake.Neutron, *Manager, *NamespaceNet, map[string]VMNode, map[string]*openstack.Trunk) {
 	t.Helper()
 	n, vms, trunks := vmNeutron(t)
 	m, nn := setupNamespace(t, n)
@@ -33,7 +33,7 @@ func nestedPod(uid string, vm VMNode) (PodRef, ownership.Owner) {
 
 // warmTrunkPool has a first pod of vm take a port (made for it: the pool is empty), which starts the pool of
 // vm's trunk, and waits for it to hold minFree ports.
-func warmTrunkPool(t *testing.T, ctx context.Context, m *Manager, nn *NamespaceNet, vm VMNode, minFree int) {
+func warmTrunkPool(ctx context.Context, t *testing.T, m *Manager, nn *NamespaceNet, vm VMNode, minFree int) {
 	t.Helper()
 	pod, _ := nestedPod("uid-first-"+vm.Name, vm)
 	port, _, err := m.EnsurePort(ctx, pod, nn, "")
@@ -53,9 +53,9 @@ func warmTrunkPool(t *testing.T, ctx context.Context, m *Manager, nn *NamespaceN
 func TestTrunkPoolsAttachInAdvance(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, m, nn, vms, trunks := trunkPoolSetup(t, ctx, 4)
+	n, m, nn, vms, trunks := trunkPoolSetup(ctx, t, 4)
 	creates, adds := n.Calls["CreatePorts"], n.Calls["AddSubports"]
-	warmTrunkPool(t, ctx, m, nn, vms["vm-1"], 4)
+	warmTrunkPool(ctx, t, m, nn, vms["vm-1"], 4)
 	if got := n.Calls["CreatePorts"] - creates; got != 1 {
 		t.Errorf("%d bulk creates filled the pool, want 1", got)
 	}
@@ -92,8 +92,8 @@ func TestTrunkPoolsAttachInAdvance(t *testing.T) {
 func TestTrunkPoolTake(t *testing.T) {
 	for _, restarted := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
-		n, m, nn, vms, trunks := trunkPoolSetup(t, ctx, 1)
-		warmTrunkPool(t, ctx, m, nn, vms["vm-1"], 1)
+		n, m, nn, vms, trunks := trunkPoolSetup(ctx, t, 1)
+		warmTrunkPool(ctx, t, m, nn, vms["vm-1"], 1)
 		m.P.Cfg.MinFree = 0 // no refill after the take: the restart below finds the pool empty
 		pod, owner := nestedPod("uid-1", vms["vm-1"])
 		writes := n.Writes
@@ -138,8 +138,8 @@ func TestTrunkPoolTake(t *testing.T) {
 func TestTrunkPoolTakeWithPolicyGroups(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, m, nn, vms, _ := trunkPoolSetup(t, ctx, 1)
-	warmTrunkPool(t, ctx, m, nn, vms["vm-1"], 1)
+	n, m, nn, vms, _ := trunkPoolSetup(ctx, t, 1)
+	warmTrunkPool(ctx, t, m, nn, vms["vm-1"], 1)
 	m.P.Cfg.MinFree = 0
 	pod, _ := nestedPod("uid-1", vms["vm-1"])
 	pod.SecurityGroups = []string{"sg-policy"}
@@ -168,8 +168,8 @@ func TestTrunkPoolTakeWithPolicyGroups(t *testing.T) {
 func TestAChassisPodNeverTakesATrunkPoolPort(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, m, nn, vms, _ := trunkPoolSetup(t, ctx, 2)
-	warmTrunkPool(t, ctx, m, nn, vms["vm-1"], 2)
+	n, m, nn, vms, _ := trunkPoolSetup(ctx, t, 2)
+	warmTrunkPool(ctx, t, m, nn, vms["vm-1"], 2)
 	m.P.Cfg.MinFree = 0
 	n.Lock()
 	for _, p := range n.Ports {
@@ -218,9 +218,9 @@ func TestTrunkPoolPortsGo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			n, m, nn, vms, trunks := trunkPoolSetup(t, ctx, 2)
+			n, m, nn, vms, trunks := trunkPoolSetup(ctx, t, 2)
 			m.P.Cfg.Recycle = true
-			warmTrunkPool(t, ctx, m, nn, vms["vm-1"], 2)
+			warmTrunkPool(ctx, t, m, nn, vms["vm-1"], 2)
 			m.P.Cfg.MinFree = 0
 			tc.act(t, ctx, m, nn)
 			n.Lock()
@@ -246,7 +246,7 @@ func TestTrunkPoolPortsGo(t *testing.T) {
 func TestANestedPodsPortIsNotRecycled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, m, nn, vms, trunks := trunkPoolSetup(t, ctx, 0)
+	n, m, nn, vms, trunks := trunkPoolSetup(ctx, t, 0)
 	m.P.Cfg.Recycle = true
 	pod, _ := nestedPod("uid-1", vms["vm-1"])
 	port, _, err := m.EnsurePort(ctx, pod, nn, "")
@@ -274,8 +274,8 @@ func TestANestedPodsPortIsNotRecycled(t *testing.T) {
 func TestATrunkPoolRefillsOnlyOnceItsNodeIsKnown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, m, nn, vms, _ := trunkPoolSetup(t, ctx, 2)
-	warmTrunkPool(t, ctx, m, nn, vms["vm-1"], 2)
+	n, m, nn, vms, _ := trunkPoolSetup(ctx, t, 2)
+	warmTrunkPool(ctx, t, m, nn, vms["vm-1"], 2)
 	// A restart, with one free port left in the pool (below minFree).
 	m.P.Cfg.MinFree = 0
 	taker, owner := nestedPod("uid-taker", vms["vm-1"])

@@ -258,20 +258,7 @@ func nestedPhase(t *testing.T, w *annotationWatch, b budget, put func(string, fl
 	}
 	w.wait(t, []string{ns + "/prober"}, w.ready, 2*time.Minute)
 	if warm {
-		eventually(t, 5*time.Minute, "the trunk pool to fill", func() (bool, error) {
-			n := 0
-			for id := range vm.subports(t) {
-				var p struct{ Port openstack.Port }
-				if err := neutronTry(http.MethodGet, "ports/"+id, nil, &p); err != nil {
-					return false, err
-				}
-				if slices.Contains(p.Port.Tags, "raven.kind=pool") && slices.Contains(p.Port.Tags, "raven.node="+vm.name) &&
-					p.Port.NetworkID == namespaceNetwork(t, ns) {
-					n++
-				}
-			}
-			return n >= *benchNodePods, nil
-		})
+		waitTrunkPool(t, vm, ns, *benchNodePods, 5*time.Minute)
 		waitRavenQuiet(t, r, b, *benchNodePods+50, 0)
 	}
 	names := make([]string, *benchNodePods)
@@ -296,22 +283,43 @@ func nestedPhase(t *testing.T, w *annotationWatch, b budget, put func(string, fl
 	return rs, perPod
 }
 
-// namespaceNetwork is the ID of the namespace's Neutron network, from its subnet annotation.
-func namespaceNetwork(t *testing.T, ns string) string {
-	t.Helper()
-	n, err := env.kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sub annotations.Subnet
-	if _, err := annotations.Decode(n.Annotations, annotations.NamespaceSubnet, &sub); err != nil {
-		t.Fatal(err)
-	}
-	return sub.NetworkID
-}
-
 // benchTrunkSubports is how many subports nestedLimits puts on one trunk.
 var benchTrunkSubports = flag.Int("bench.trunk-subports", neutron.MaxVLAN, "subports the nested_limits phase puts on one trunk (at most 4094)")
+
+// fillTrunk makes ports on the network and puts them on the trunk on VLANs 1 to total, step at a time (each
+// ID appended to ids, for the cleanup), and returns each add_subports' time in ms.
+func fillTrunk(t *testing.T, networkID, subnetID, trunkID string, total, step int, ids *[]string) []float64 {
+	t.Helper()
+	ctx := context.Background()
+	net := env.os.Networking
+	var addMs []float64
+	for vlan := 1; vlan <= total; vlan += step {
+		n := min(step, total-vlan+1)
+		specs := make([]openstack.PortSpec, n)
+		for i := range specs {
+			specs[i] = openstack.PortSpec{NetworkID: networkID, SubnetID: subnetID, Name: fmt.Sprintf("sub-%d", vlan+i)}
+		}
+		var ports []openstack.Port
+		for i := 0; i < n; i += neutron.BulkMax {
+			made, err := net.CreatePorts(ctx, specs[i:min(i+neutron.BulkMax, n)])
+			if err != nil {
+				t.Fatal(err)
+			}
+			ports = append(ports, made...)
+		}
+		subs := make([]openstack.Subport, n)
+		for i, p := range ports {
+			*ids = append(*ids, p.ID)
+			subs[i] = openstack.Subport{PortID: p.ID, SegmentationType: openstack.SegmentationVLAN, SegmentationID: vlan + i}
+		}
+		at := time.Now()
+		if err := net.AddSubports(ctx, trunkID, subs); err != nil {
+			t.Fatalf("add_subports of VLANs %d-%d: %v", vlan, vlan+n-1, err)
+		}
+		addMs = append(addMs, msSince(at, time.Now()))
+	}
+	return addMs
+}
 
 // nestedLimits measures what one trunk holds: a VM port bound to the first node (no VM behind it: OVN makes
 // every subport a logical switch port of it all the same) whose trunk gets a subport on VLAN IDs 1 to total,
@@ -350,34 +358,9 @@ func nestedLimits(t *testing.T, put func(string, float64), total, step int) {
 		}
 		_ = net.DeletePort(context.Background(), parent.ID)
 	})
-	var addMs []float64
-	start := time.Now()
 	total = min(total, neutron.MaxVLAN)
-	for vlan := 1; vlan <= total; vlan += step {
-		n := min(step, total-vlan+1)
-		specs := make([]openstack.PortSpec, n)
-		for i := range specs {
-			specs[i] = openstack.PortSpec{NetworkID: network.ID, SubnetID: subnet.ID, Name: fmt.Sprintf("sub-%d", vlan+i)}
-		}
-		var ports []openstack.Port
-		for i := 0; i < n; i += neutron.BulkMax {
-			made, err := net.CreatePorts(ctx, specs[i:min(i+neutron.BulkMax, n)])
-			if err != nil {
-				t.Fatal(err)
-			}
-			ports = append(ports, made...)
-		}
-		subs := make([]openstack.Subport, n)
-		for i, p := range ports {
-			ids = append(ids, p.ID)
-			subs[i] = openstack.Subport{PortID: p.ID, SegmentationType: openstack.SegmentationVLAN, SegmentationID: vlan + i}
-		}
-		at := time.Now()
-		if err := net.AddSubports(ctx, trunk.Trunk.ID, subs); err != nil {
-			t.Fatalf("add_subports of VLANs %d-%d: %v", vlan, vlan+n-1, err)
-		}
-		addMs = append(addMs, msSince(at, time.Now()))
-	}
+	start := time.Now()
+	addMs := fillTrunk(t, network.ID, subnet.ID, trunk.Trunk.ID, total, step, &ids)
 	fillS := time.Since(start).Seconds()
 	at := time.Now()
 	got, err := net.GetTrunk(ctx, trunk.Trunk.ID)

@@ -333,8 +333,19 @@ func TestNestedPodsTalk(t *testing.T) {
 		ports["a"].Nested.VLAN, ports["b"].Nested.VLAN, env.vars["STACK_VM_NAME"], env.vars["STACK_NODE_NAME"])
 
 	// The first pods' takes started the VM's trunk pool: ports attached to the trunk before any pod asks.
+	nestedPoolPods(t, ns, ports, addr)
+	nestedOutside(t, ns, "a", ports["a"], "d", ports["d"])
+	if env.vars["STACK_VM2_NAME"] != "" {
+		nestedSecondVM(t, ns, ports, addr)
+	}
+}
+
+// nestedPoolPods creates pods d and e on the stack's first VM once its trunk pool holds ports, checks that they
+// take ports the trunk carried before they were created, and that they talk to each other, to a and to c.
+func nestedPoolPods(t *testing.T, ns string, ports map[string]*annotations.Port, addr func(string) string) {
+	t.Helper()
 	vm := stackVM()
-	pooled := waitTrunkPool(t, vm, 5)
+	pooled := waitTrunkPool(t, vm, ns, 5, time.Minute)
 	for _, name := range []string{"d", "e"} {
 		if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), nestedPod(name), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -353,27 +364,28 @@ func TestNestedPodsTalk(t *testing.T) {
 		expectAnswer(t, podNetns(ns, c.from), "udp", addr(c.to), c.to)
 	}
 	t.Logf("pods d (VLAN %d) and e (VLAN %d) took subports of the trunk pool and talk", ports["d"].Nested.VLAN, ports["e"].Nested.VLAN)
-	nestedOutside(t, ns, "a", ports["a"], "d", ports["d"])
-	if env.vars["STACK_VM2_NAME"] != "" {
-		// A pod of the second VM, on node-2: its traffic to the first VM's pods crosses the tunnel between the
-		// two chassis, tagged on each VM's NIC with its own subport's VLAN.
-		f := nestedPod("f")
-		f.Spec.NodeName = env.vars["STACK_VM2_NAME"]
-		if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), f, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitPodReady(t, ns, "f", 3*time.Minute)
-		_, ports["f"] = portAnnotation(t, ns, "f")
-		if n := ports["f"].Nested; n == nil || n.Node != env.vars["STACK_VM2_NAME"] || n.TrunkID != env.vars["STACK_VM2_TRUNK"] {
-			t.Fatalf("pod f's port is not a subport of %s's trunk %s: %+v", env.vars["STACK_VM2_NAME"], env.vars["STACK_VM2_TRUNK"], ports["f"].Nested)
-		}
-		for _, c := range []struct{ from, to string }{{"f", "a"}, {"a", "f"}, {"f", "c"}} {
-			expectAnswer(t, podNetns(ns, c.from), "tcp", addr(c.to), c.to)
-			expectAnswer(t, podNetns(ns, c.from), "udp", addr(c.to), c.to)
-		}
-		t.Logf("pod f on %s (node-2's VM, VLAN %d) and pod a on %s (node-1's VM, VLAN %d) answer each other, over TCP and UDP",
-			env.vars["STACK_VM2_NAME"], ports["f"].Nested.VLAN, env.vars["STACK_VM_NAME"], ports["a"].Nested.VLAN)
+}
+
+// nestedSecondVM creates pod f on the stack's second VM, on node-2: its traffic to the first VM's pods crosses
+// the tunnel between the two chassis, tagged on each VM's NIC with its own subport's VLAN.
+func nestedSecondVM(t *testing.T, ns string, ports map[string]*annotations.Port, addr func(string) string) {
+	t.Helper()
+	f := nestedPod("f")
+	f.Spec.NodeName = env.vars["STACK_VM2_NAME"]
+	if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), f, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
+	waitPodReady(t, ns, "f", 3*time.Minute)
+	_, ports["f"] = portAnnotation(t, ns, "f")
+	if n := ports["f"].Nested; n == nil || n.Node != env.vars["STACK_VM2_NAME"] || n.TrunkID != env.vars["STACK_VM2_TRUNK"] {
+		t.Fatalf("pod f's port is not a subport of %s's trunk %s: %+v", env.vars["STACK_VM2_NAME"], env.vars["STACK_VM2_TRUNK"], ports["f"].Nested)
+	}
+	for _, c := range []struct{ from, to string }{{"f", "a"}, {"a", "f"}, {"f", "c"}} {
+		expectAnswer(t, podNetns(ns, c.from), "tcp", addr(c.to), c.to)
+		expectAnswer(t, podNetns(ns, c.from), "udp", addr(c.to), c.to)
+	}
+	t.Logf("pod f on %s (node-2's VM, VLAN %d) and pod a on %s (node-1's VM, VLAN %d) answer each other, over TCP and UDP",
+		env.vars["STACK_VM2_NAME"], ports["f"].Nested.VLAN, env.vars["STACK_VM_NAME"], ports["a"].Nested.VLAN)
 }
 
 // nestedOutside checks that the nested pod from reaches the outside through the router's SNAT, and that the
@@ -417,19 +429,21 @@ func stackVM() vmNode {
 		trunk: env.vars["STACK_VM_TRUNK"]}
 }
 
-// waitTrunkPool waits until the VM's trunk carries at least n free ports of Raven's trunk pool (tagged
-// raven.kind=pool and raven.node=<the VM's node>) and returns them with their VLANs.
-func waitTrunkPool(t *testing.T, vm vmNode, n int) map[string]int {
+// waitTrunkPool waits until the VM's trunk carries at least n free ports of Raven's trunk pool for the
+// namespace (tagged raven.kind=pool and raven.node=<the VM's node>, on the namespace's network) and returns them
+// with their VLANs.
+func waitTrunkPool(t *testing.T, vm vmNode, ns string, n int, timeout time.Duration) map[string]int {
 	t.Helper()
+	network := namespaceNetwork(t, ns)
 	pooled := map[string]int{}
-	eventually(t, time.Minute, fmt.Sprintf("%d ports of the trunk pool on %s's trunk", n, vm.name), func() (bool, error) {
+	eventually(t, timeout, fmt.Sprintf("%d ports of the trunk pool on %s's trunk", n, vm.name), func() (bool, error) {
 		clear(pooled)
 		for id, vlan := range vm.subports(t) {
 			var p struct{ Port openstack.Port }
 			if err := neutronTry(http.MethodGet, "ports/"+id, nil, &p); err != nil {
 				return false, err
 			}
-			if slices.Contains(p.Port.Tags, "raven.kind=pool") && slices.Contains(p.Port.Tags, "raven.node="+vm.name) {
+			if slices.Contains(p.Port.Tags, "raven.kind=pool") && slices.Contains(p.Port.Tags, "raven.node="+vm.name) && p.Port.NetworkID == network {
 				pooled[id] = vlan
 			}
 		}
@@ -493,4 +507,18 @@ func TestNestedPodsBehindServicesAndPolicies(t *testing.T) {
 	}
 	t.Logf("nested pod web (VLAN subport on %s) behind Service %s: reached through its clusterIP; under a policy, refused to the other client and reached by the allowed one, by address and clusterIP",
 		env.vars["STACK_VM_NAME"], svc.Spec.ClusterIP)
+}
+
+// namespaceNetwork is the ID of the namespace's Neutron network, from its subnet annotation.
+func namespaceNetwork(t *testing.T, ns string) string {
+	t.Helper()
+	n, err := env.kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sub annotations.Subnet
+	if _, err := annotations.Decode(n.Annotations, annotations.NamespaceSubnet, &sub); err != nil {
+		t.Fatal(err)
+	}
+	return sub.NetworkID
 }
