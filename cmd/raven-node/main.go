@@ -1,5 +1,6 @@
 // Command raven-node is Raven's per-node daemon: it answers raven-cni over a root-only unix socket and
-// plugs each pod's Neutron port into the pod's network namespace on the node's OVN integration bridge.
+// plugs each pod's Neutron port into the pod's network namespace on the node's OVN integration bridge (on a
+// nested node, on the VM's bridge, or as a kernel VLAN link on the VM's NIC with --vlan-uplink).
 // See docs/operations.md, "The node side".
 package main
 
@@ -19,7 +20,7 @@ import (
 func main() {
 	fs := flag.NewFlagSet("raven-node", flag.ExitOnError)
 	fs.Usage = func() {
-		_, _ = fmt.Fprintf(fs.Output(), "Usage: raven-node [flags]\n\nraven-node plugs pods' Neutron ports into OVS for raven-cni.\n\n")
+		_, _ = fmt.Fprintf(fs.Output(), "Usage: raven-node [flags]\n\nraven-node plugs pods' Neutron ports into OVS for raven-cni (on a nested node with --vlan-uplink, as kernel VLAN links).\n\n")
 		fs.PrintDefaults()
 	}
 	opts := daemon.BindFlags(fs)

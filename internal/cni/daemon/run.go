@@ -55,12 +55,11 @@ func Run(ctx context.Context, o *Options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	watch := &ovs.Watch{DB: o.OVSDB}
-	go watch.Run(ctx)
-	vsctl := &ovs.VSCtl{DB: o.OVSDB, Bridge: o.Bridge, OVSRunDir: o.OVSRunDir, OVNRunDir: o.OVNRunDir, Watch: watch}
+	dp := newDatapath(ctx, o)
 	srv := server.New(server.Config{
-		Node: o.NodeName, ReadyTimeout: o.ReadyTimeout, Pods: pods, OVS: vsctl, Plumber: server.Netlink{DatapathNetns: o.DatapathNetns},
-		Recorder: recorder, Metrics: server.NewMetrics(reg), Monitor: watch, PodsAPI: cs.CoreV1(), Nested: o.Nested,
+		Node: o.NodeName, ReadyTimeout: o.ReadyTimeout, Pods: pods, OVS: dp.ovs, Plumber: dp.plumber, Health: dp.health,
+		Recorder: recorder, Metrics: server.NewMetrics(reg), Monitor: dp.monitor, PodsAPI: cs.CoreV1(), Nested: o.Nested,
+		VLANUplink: o.VLANUplink,
 		Lookup: func(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 			pod, err := cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
@@ -75,9 +74,12 @@ func Run(ctx context.Context, o *Options) error {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return fmt.Errorf("the pod cache of node %s did not sync", o.NodeName)
 	}
-	if err := vsctl.Health(ctx); err != nil {
-		// Not fatal: STATUS reports it to the runtime, and ADD fails with the reason until OVS is back.
-		logger.Error(err, "Open vSwitch is not ready; pods cannot be plugged until it is")
+	if err := dp.health(ctx); err != nil {
+		// Not fatal: STATUS reports it to the runtime, and ADD fails with the reason until it is mended.
+		logger.Error(err, "The node's datapath is not ready; pods cannot be plugged until it is", "datapath", dp.name)
+	}
+	if dp.sweep != nil {
+		dp.sweep(ctx) // before the socket answers: no ADD is in flight
 	}
 	if !o.Nested {
 		// Running pods whose port the controller changes follow it (their ADD is long over).
@@ -99,10 +101,37 @@ func Run(ctx context.Context, o *Options) error {
 		logger.Info("Installed the CNI plugin", "binDir", o.CNIBinDir, "confDir", o.CNIConfDir)
 	}
 	if o.MetricsAddr != "" {
-		go serveMetrics(ctx, o.MetricsAddr, reg, vsctl, o.Socket)
+		go serveMetrics(ctx, o.MetricsAddr, reg, dp.health, o.Socket)
 	}
-	logger.Info("raven-node ready", "socket", o.Socket, "bridge", o.Bridge, "readyTimeout", o.ReadyTimeout)
+	logger.Info("raven-node ready", "socket", o.Socket, "datapath", dp.name, "readyTimeout", o.ReadyTimeout)
 	return srv.Serve(ctx, l)
+}
+
+// datapath is what raven-node plugs pods with: the node's Open vSwitch bridge and veths, or, on the kernel-VLAN
+// path, VLAN links on the VM's NIC alone.
+type datapath struct {
+	// name is the bridge, or the uplink, for the logs.
+	name    string
+	ovs     ovs.Client  // nil on the kernel-VLAN path
+	monitor ovs.Monitor // nil on the kernel-VLAN path
+	plumber server.Plumber
+	// health is STATUS's and /healthz's check.
+	health func(ctx context.Context) error
+	// sweep, when set, removes what a raven-node killed in an ADD left.
+	sweep func(ctx context.Context)
+}
+
+// newDatapath builds the datapath the options name; the OVS monitor runs until ctx ends.
+func newDatapath(ctx context.Context, o *Options) datapath {
+	if o.VLANUplink != "" {
+		v := server.VLAN{Uplink: o.VLANUplink}
+		return datapath{name: "vlan-uplink " + o.VLANUplink, plumber: v, health: v.Health, sweep: v.Sweep}
+	}
+	watch := &ovs.Watch{DB: o.OVSDB}
+	go watch.Run(ctx)
+	vsctl := &ovs.VSCtl{DB: o.OVSDB, Bridge: o.Bridge, OVSRunDir: o.OVSRunDir, OVNRunDir: o.OVNRunDir, Watch: watch}
+	return datapath{name: "bridge " + o.Bridge, ovs: vsctl, monitor: watch, plumber: server.Netlink{DatapathNetns: o.DatapathNetns},
+		health: vsctl.Health}
 }
 
 func clientset(kubeconfig string) (kubernetes.Interface, error) {
@@ -120,14 +149,14 @@ func clientset(kubeconfig string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// serveMetrics serves /metrics, /healthz answering 200 while OVS does, and /livez answering 200 while the CNI
-// socket does.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, o ovs.Client, socket string) {
+// serveMetrics serves /metrics, /healthz answering 200 while the datapath's health does (OVS, or the VLAN
+// uplink), and /livez answering 200 while the CNI socket does.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, health func(context.Context) error, socket string) {
 	mux := http.NewServeMux()
 	mux.Handle("/livez", livez(socket))
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := o.Health(r.Context()); err != nil {
+		if err := health(r.Context()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}

@@ -1,16 +1,15 @@
 package plug
 
 import (
-	"net"
-
 	"fmt"
+	"net"
 
 	"github.com/containernetworking/plugins/pkg/netlinksafe"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 )
 
-// Inspect reads the pod end of the pair back, for CHECK.
+// Inspect reads the pod's interface back (a veth's pod end, or a VLAN link), for CHECK.
 func Inspect(netnsPath, ifName string) (Observed, error) {
 	var obs Observed
 	err := ns.WithNetNSPath(netnsPath, func(ns.NetNS) error {
@@ -20,6 +19,9 @@ func Inspect(netnsPath, ifName string) (Observed, error) {
 		}
 		a := link.Attrs()
 		obs.MAC, obs.MTU, obs.Up = a.HardwareAddr, a.MTU, a.Flags&net.FlagUp != 0
+		if v, ok := link.(*netlink.Vlan); ok {
+			obs.VLAN = v.VlanId
+		}
 		addrs, err := netlinksafe.AddrList(link, netlink.FAMILY_ALL)
 		if err != nil {
 			return fmt.Errorf("listing addresses of %s: %w", ifName, err)

@@ -60,11 +60,12 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 	if err != nil {
 		return nil, s.fail(ctx, pod, ReasonNotNested, newError(types.ErrInvalidNetworkConfig, "pod %s, port %s: %w", pod, t.port.ID, err))
 	}
+	spec.VLAN = tag
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("port", t.port.ID, "interface", spec.HostIfName))
 
 	plugStart := time.Now()
 	ids := plugIDs(req, conf.Name, pod, t, spec)
-	res, err := s.plug(ctx, spec, tag, ids)
+	res, err := s.plug(ctx, spec, ids)
 	if err != nil {
 		return nil, s.fail(ctx, pod, ReasonPlugFailed, newError(types.ErrInternal, "pod %s, port %s: %w", pod, t.port.ID, err))
 	}
@@ -175,8 +176,9 @@ func plugIDs(req wire.Request, network string, pod wire.Pod, t target, spec plug
 }
 
 // plug replaces whatever a former sandbox left on the port's interface, builds the pair and adds the host
-// end to the bridge with these external_ids. On error nothing of it is left.
-func (s *Server) plug(ctx context.Context, spec plug.Spec, tag int, ids map[string]string) (plug.Result, error) {
+// end to the bridge with these external_ids, as an access port of spec.VLAN when it is set; on the kernel-VLAN
+// path the VLAN link it makes in the pod is all there is. On error nothing of it is left.
+func (s *Server) plug(ctx context.Context, spec plug.Spec, ids map[string]string) (plug.Result, error) {
 	unlock := s.locks.lock(spec.HostIfName)
 	defer unlock()
 	if err := s.takeOver(ctx, spec.HostIfName); err != nil {
@@ -186,7 +188,10 @@ func (s *Server) plug(ctx context.Context, spec plug.Spec, tag int, ids map[stri
 	if err != nil {
 		return plug.Result{}, fmt.Errorf("setting up the pod's interface: %w", err)
 	}
-	if err := s.cfg.OVS.AddPort(ctx, spec.HostIfName, tag, ids); err != nil {
+	if s.kernelVLAN() {
+		return res, nil
+	}
+	if err := s.cfg.OVS.AddPort(ctx, spec.HostIfName, spec.VLAN, ids); err != nil {
 		cctx, cancel := cleanupContext(ctx)
 		defer cancel()
 		_ = s.cfg.OVS.DelPort(cctx, spec.HostIfName)
@@ -197,7 +202,8 @@ func (s *Server) plug(ctx context.Context, spec plug.Spec, tag int, ids map[stri
 }
 
 // takeOver removes the host end of the veth a former sandbox (of this pod, or a failed ADD) left; AddPort
-// replaces its OVS port with a new one, so that ovn-installed can only come from this plug.
+// replaces its OVS port with a new one, so that ovn-installed can only come from this plug. On the kernel-VLAN
+// path it removes a VLAN link of the name an ADD stopped halfway left in the host.
 func (s *Server) takeOver(ctx context.Context, hostIfName string) error {
 	if err := s.cfg.Plumber.Teardown(ctx, "", "", hostIfName); err != nil {
 		return fmt.Errorf("removing the interface %s a former sandbox left: %w", hostIfName, err)
@@ -212,6 +218,14 @@ func (s *Server) undo(ctx context.Context, sandbox string, spec plug.Spec) {
 	unlock := s.locks.lock(spec.HostIfName)
 	defer unlock()
 	logger := klog.FromContext(ctx)
+	if s.kernelVLAN() {
+		// The link is in this sandbox's namespace (or, had the ADD stopped halfway, in the host under its name),
+		// where no other sandbox can have taken it.
+		if err := s.cfg.Plumber.Teardown(cctx, spec.Netns, spec.IfName, spec.HostIfName); err != nil {
+			logger.Error(err, "Undoing a plug")
+		}
+		return
+	}
 	iface, ok, err := s.cfg.OVS.Interface(cctx, spec.HostIfName)
 	if err != nil {
 		logger.Error(err, "Undoing a plug: reading the interface")

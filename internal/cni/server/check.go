@@ -9,10 +9,12 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/raven-net/raven/internal/cni/ovs"
+	"github.com/raven-net/raven/internal/cni/plug"
 	"github.com/raven-net/raven/internal/cni/wire"
 )
 
-// check verifies the pod end (MAC, MTU, address) against the annotation and the OVS port against the port.
+// check verifies the pod end (MAC, MTU, address) against the annotation and the OVS port against the port; on
+// the kernel-VLAN path, the pod's VLAN link (MAC, MTU, address, VLAN ID) against the annotation.
 func (s *Server) check(ctx context.Context, req wire.Request) error {
 	pod, err := wire.ParsePod(req.Args)
 	if err != nil {
@@ -33,24 +35,32 @@ func (s *Server) check(ctx context.Context, req wire.Request) error {
 	if err != nil {
 		return newError(types.ErrInvalidNetworkConfig, "CHECK of pod %s: %w", pod, err)
 	}
-	iface, ok, err := s.sandboxInterface(ctx, want.HostIfName, req)
-	switch {
-	case err != nil:
-		return fmt.Errorf("CHECK of pod %s: %w", pod, err)
-	case !ok:
-		return newError(types.ErrInternal, "CHECK of pod %s: OVS has no interface %s for port %s", pod, want.HostIfName, t.port.ID)
-	case iface.ExternalIDs[ovs.KeyIfaceID] != t.port.ID:
-		return newError(types.ErrInternal, "CHECK of pod %s: interface %s has iface-id %q, want port %s",
-			pod, iface.Name, iface.ExternalIDs[ovs.KeyIfaceID], t.port.ID)
-	case iface.ExternalIDs[ovs.KeySandbox] != req.ContainerID:
-		return newError(types.ErrInternal, "CHECK of pod %s: interface %s belongs to sandbox %q, not %s",
-			pod, iface.Name, iface.ExternalIDs[ovs.KeySandbox], req.ContainerID)
+	if !s.kernelVLAN() {
+		// On the kernel-VLAN path the pod's interface is all there is; its VLAN is checked below.
+		if err := s.checkBridge(ctx, req, pod, t, want.HostIfName); err != nil {
+			return err
+		}
 	}
 	got, err := s.cfg.Plumber.Inspect(ctx, req.Netns, req.IfName)
 	if err != nil {
 		return newError(types.ErrInternal, "CHECK of pod %s: %w", pod, err)
 	}
+	if s.kernelVLAN() && t.port.Nested != nil {
+		want.VLAN = t.port.Nested.VLAN
+	}
+	if problems := differences(got, want); len(problems) > 0 {
+		return newError(types.ErrInternal, "CHECK of pod %s: %s in sandbox %s: %v", pod, req.IfName, req.ContainerID, problems)
+	}
+	return nil
+}
+
+// differences says how the pod's interface differs from want: its MAC, MTU, address, and its VLAN when want
+// has one (a VLAN link's).
+func differences(got plug.Observed, want plug.Spec) []string {
 	var problems []string
+	if want.VLAN != 0 && got.VLAN != want.VLAN {
+		problems = append(problems, fmt.Sprintf("VLAN %d, want %d", got.VLAN, want.VLAN))
+	}
 	if got.MAC.String() != want.MAC.String() {
 		problems = append(problems, fmt.Sprintf("MAC %s, want %s", got.MAC, want.MAC))
 	}
@@ -60,8 +70,23 @@ func (s *Server) check(ctx context.Context, req wire.Request) error {
 	if !slices.ContainsFunc(got.Addrs, func(a *net.IPNet) bool { return a.String() == want.Address.String() }) {
 		problems = append(problems, fmt.Sprintf("addresses %v, want %s", got.Addrs, want.Address))
 	}
-	if len(problems) > 0 {
-		return newError(types.ErrInternal, "CHECK of pod %s: %s in sandbox %s: %v", pod, req.IfName, req.ContainerID, problems)
+	return problems
+}
+
+// checkBridge compares the bridge's interface of the sandbox with the port and the sandbox.
+func (s *Server) checkBridge(ctx context.Context, req wire.Request, pod wire.Pod, t target, hostIfName string) error {
+	iface, ok, err := s.sandboxInterface(ctx, hostIfName, req)
+	switch {
+	case err != nil:
+		return fmt.Errorf("CHECK of pod %s: %w", pod, err)
+	case !ok:
+		return newError(types.ErrInternal, "CHECK of pod %s: OVS has no interface %s for port %s", pod, hostIfName, t.port.ID)
+	case iface.ExternalIDs[ovs.KeyIfaceID] != t.port.ID:
+		return newError(types.ErrInternal, "CHECK of pod %s: interface %s has iface-id %q, want port %s",
+			pod, iface.Name, iface.ExternalIDs[ovs.KeyIfaceID], t.port.ID)
+	case iface.ExternalIDs[ovs.KeySandbox] != req.ContainerID:
+		return newError(types.ErrInternal, "CHECK of pod %s: interface %s belongs to sandbox %q, not %s",
+			pod, iface.Name, iface.ExternalIDs[ovs.KeySandbox], req.ContainerID)
 	}
 	return nil
 }

@@ -14,6 +14,14 @@ import (
 // namespace. It reads nothing but OVS and the namespace, so it never waits on the controller, and it is
 // idempotent. An interface another sandbox has taken over (a newer sandbox of the same pod) is left alone.
 func (s *Server) del(ctx context.Context, req wire.Request) error {
+	if s.kernelVLAN() {
+		return s.delVLAN(ctx, req)
+	}
+	return s.delBridge(ctx, req)
+}
+
+// delBridge is DEL of an interface on the bridge.
+func (s *Server) delBridge(ctx context.Context, req wire.Request) error {
 	logger := klog.FromContext(ctx)
 	ifaces, err := s.cfg.OVS.Interfaces(ctx)
 	if err != nil {
@@ -69,5 +77,20 @@ func (s *Server) unplugIfOwned(ctx context.Context, name string, owner map[strin
 	}
 	klog.FromContext(ctx).V(1).Info("Pod unplugged", "interface", name, "port", iface.ExternalIDs[ovs.KeyIfaceID],
 		"owner", iface.ExternalIDs[ovs.KeyPod])
+	return nil
+}
+
+// delVLAN is DEL on the kernel-VLAN path: the sandbox's VLAN link is in its namespace and nowhere else, so DEL
+// deletes it there, which frees its VLAN on the uplink at once rather than when the runtime removes the
+// namespace. A namespace already gone took the link with it.
+func (s *Server) delVLAN(ctx context.Context, req wire.Request) error {
+	if req.Netns == "" {
+		klog.FromContext(ctx).V(2).Info("No network namespace in the DEL: the sandbox's VLAN link went with it")
+		return nil
+	}
+	if err := s.cfg.Plumber.Teardown(ctx, req.Netns, req.IfName, ""); err != nil {
+		return fmt.Errorf("DEL of sandbox %s: %w", req.ContainerID, err)
+	}
+	klog.FromContext(ctx).V(1).Info("The sandbox's VLAN link is gone", "netns", req.Netns, "uplink", s.cfg.VLANUplink)
 	return nil
 }

@@ -42,6 +42,8 @@ type fakePlumber struct {
 	setupErr error
 	// gatewayErr makes WaitGateway wait out its context and fail with it (a gateway that never answers).
 	gatewayErr error
+	// noHostEnd makes Setup answer no host end, as a VLAN link has none.
+	noHostEnd bool
 }
 
 func newFakePlumber() *fakePlumber { return &fakePlumber{links: map[string]plug.Spec{}} }
@@ -57,11 +59,12 @@ func (f *fakePlumber) Setup(_ context.Context, spec plug.Spec) (plug.Result, err
 	}
 	f.links[spec.HostIfName] = spec
 	f.setups = append(f.setups, spec)
-	hostMAC, _ := net.ParseMAC("02:00:00:00:00:01")
-	return plug.Result{
-		Host: net.Interface{Name: spec.HostIfName, HardwareAddr: hostMAC, MTU: spec.MTU, Index: 10},
-		Pod:  net.Interface{Name: spec.IfName, HardwareAddr: spec.MAC, MTU: spec.MTU, Index: 2},
-	}, nil
+	res := plug.Result{Pod: net.Interface{Name: spec.IfName, HardwareAddr: spec.MAC, MTU: spec.MTU, Index: 2}}
+	if !f.noHostEnd {
+		hostMAC, _ := net.ParseMAC("02:00:00:00:00:01")
+		res.Host = net.Interface{Name: spec.HostIfName, HardwareAddr: hostMAC, MTU: spec.MTU, Index: 10}
+	}
+	return res, nil
 }
 
 func (f *fakePlumber) Teardown(_ context.Context, netns, ifName, hostIfName string) error {
@@ -81,7 +84,7 @@ func (f *fakePlumber) Inspect(_ context.Context, netns, ifName string) (plug.Obs
 	defer f.mu.Unlock()
 	for _, s := range f.links {
 		if s.Netns == netns && s.IfName == ifName {
-			return plug.Observed{MAC: s.MAC, MTU: s.MTU, Up: true, Addrs: []*net.IPNet{s.Address}}, nil
+			return plug.Observed{MAC: s.MAC, MTU: s.MTU, Up: true, Addrs: []*net.IPNet{s.Address}, VLAN: s.VLAN}, nil
 		}
 	}
 	return plug.Observed{}, fmt.Errorf("no %s in %s", ifName, netns)

@@ -47,6 +47,9 @@ const (
 // every interface of the bridge with its pod's annotation (OVS's external_ids and the pod cache), then it
 // looks at a pod when its port annotations change.
 func (s *Server) Follow(ctx context.Context) {
+	if s.kernelVLAN() {
+		return // no bridge whose interfaces to follow (and a nested pod does not follow a replaced port)
+	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("follow"))
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 2*time.Minute))
 	s.cfg.Pods.OnUpdate(func(old, cur *corev1.Pod) {

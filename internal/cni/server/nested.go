@@ -47,10 +47,26 @@ func (s *Server) nestedReady(ctx context.Context, req wire.Request, pod wire.Pod
 	if err := s.cfg.Plumber.WaitGateway(ctx, spec, gw); err != nil {
 		s.undo(ctx, req.ContainerID, spec)
 		return nil, s.fail(ctx, pod, ReasonNetworkNotReady, newError(types.ErrTryAgainLater,
-			"pod %s, port %s: plugged as %s on VLAN %d, but the gateway %s did not answer ARP within %s (%v): is the port a subport of trunk %s, and does the VM's bridge carry VLAN %d to its NIC?",
-			pod, t.port.ID, spec.HostIfName, t.port.Nested.VLAN, gw, s.cfg.ReadyTimeout, err, t.port.Nested.TrunkID, t.port.Nested.VLAN))
+			"pod %s, port %s: plugged as %s, but the gateway %s did not answer ARP within %s (%v): is the port a subport of trunk %s, and %s?",
+			pod, t.port.ID, s.plugged(spec), gw, s.cfg.ReadyTimeout, err, t.port.Nested.TrunkID, s.carrier(t)))
 	}
 	klog.FromContext(ctx).Info("Pod plugged", "ip", spec.Address, "mac", spec.MAC, "mtu", spec.MTU, "vlan", t.port.Nested.VLAN,
 		"gatewayAnsweredAfter", time.Since(waitStart))
 	return BuildResult(spec, res, t.subnet, conf.CNIVersion)
+}
+
+// plugged names a nested pod's interface as the ADD made it.
+func (s *Server) plugged(spec plug.Spec) string {
+	if s.kernelVLAN() {
+		return fmt.Sprintf("%s, a VLAN %d link on %s", spec.IfName, spec.VLAN, s.cfg.VLANUplink)
+	}
+	return fmt.Sprintf("%s on VLAN %d", spec.HostIfName, spec.VLAN)
+}
+
+// carrier is what must carry a nested pod's VLAN to the trunk.
+func (s *Server) carrier(t target) string {
+	if s.kernelVLAN() {
+		return fmt.Sprintf("is %s the VM's NIC whose port (%s) is the trunk's parent", s.cfg.VLANUplink, t.port.Nested.ParentPortID)
+	}
+	return fmt.Sprintf("does the VM's bridge carry VLAN %d to its NIC", t.port.Nested.VLAN)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 
+	"k8s.io/klog/v2"
+
 	"github.com/raven-net/raven/internal/cni/plug"
 )
 
@@ -51,4 +53,56 @@ func (Netlink) Readdress(_ context.Context, spec plug.Spec) error {
 // WaitGateway implements Plumber.
 func (Netlink) WaitGateway(ctx context.Context, spec plug.Spec, gw net.IP) error {
 	return plug.WaitNeighbour(ctx, spec.Netns, spec.IfName, gw)
+}
+
+// VLAN is the Plumber of the kernel-VLAN path of nested nodes (raven-node --nested --vlan-uplink): a pod's
+// interface is an 802.1Q link of its subport's VLAN (spec.VLAN) on the VM's NIC Uplink, moved into the pod's
+// namespace. There is no host end and no Open vSwitch; the server's Config.VLANUplink names the same NIC.
+type VLAN struct {
+	Uplink string
+}
+
+var _ Plumber = VLAN{}
+
+// Setup implements Plumber.
+func (v VLAN) Setup(_ context.Context, spec plug.Spec) (plug.Result, error) {
+	return plug.SetupVLAN(spec, v.Uplink)
+}
+
+// Teardown implements Plumber: hostIfName is a link an ADD left in the host before moving it.
+func (VLAN) Teardown(_ context.Context, netns, ifName, hostIfName string) error {
+	return plug.TeardownVLAN(netns, ifName, hostIfName)
+}
+
+// Inspect implements Plumber.
+func (VLAN) Inspect(_ context.Context, netns, ifName string) (plug.Observed, error) {
+	return plug.Inspect(netns, ifName)
+}
+
+// Readdress implements Plumber.
+func (VLAN) Readdress(_ context.Context, spec plug.Spec) error {
+	return plug.Readdress(spec)
+}
+
+// WaitGateway implements Plumber.
+func (VLAN) WaitGateway(ctx context.Context, spec plug.Spec, gw net.IP) error {
+	return plug.WaitNeighbour(ctx, spec.Netns, spec.IfName, gw)
+}
+
+// Health says whether the uplink can carry the pods' VLANs (it exists and is up): STATUS's and /healthz's check
+// on this path.
+func (v VLAN) Health(context.Context) error {
+	return plug.CheckUplink(v.Uplink)
+}
+
+// Sweep removes the VLAN links an ADD left in the host when raven-node was killed halfway through it; run it
+// before serving.
+func (v VLAN) Sweep(ctx context.Context) {
+	removed, err := plug.SweepVLAN(v.Uplink)
+	if len(removed) > 0 {
+		klog.FromContext(ctx).Info("Removed the VLAN links a stopped ADD left on the uplink", "uplink", v.Uplink, "links", removed)
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Removing the VLAN links a stopped ADD left on the uplink", "uplink", v.Uplink)
+	}
 }

@@ -27,7 +27,8 @@ type Config struct {
 	Pods         *Pods
 	// Lookup reads a pod from the API server; ADD asks it once when the node's cache lacks the pod, so that a
 	// pod scheduled to another node fails at once instead of at the deadline. Nil means never.
-	Lookup  func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	Lookup func(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// OVS is the node's bridge; nil on the kernel-VLAN path (VLANUplink), which never calls it.
 	OVS     ovs.Client
 	Plumber Plumber
 	// Recorder posts the Warning events of failed ADDs on the pods.
@@ -42,8 +43,15 @@ type Config struct {
 	UnboundGrace time.Duration
 	// Nested says the node is a nested node (a Nova VM): its pods' ports are VLAN subports of the VM port's
 	// trunk, plugged as access ports of their VLAN on the VM's own bridge (OVS is the VM's, with no
-	// ovn-controller), and a pod is ready once its gateway answers ARP through the trunk.
+	// ovn-controller), or as kernel VLAN links (VLANUplink), and a pod is ready once its gateway answers ARP
+	// through the trunk.
 	Nested bool
+	// VLANUplink, on a nested node, is the VM's NIC on which each pod's interface is a kernel 802.1Q link of its
+	// VLAN (the kernel-VLAN path: Plumber is a VLAN plumber of that NIC). Nothing then joins a bridge: ADD, DEL,
+	// CHECK, GC and STATUS never call OVS, and the pod's namespace holds all there is of a plug.
+	VLANUplink string
+	// Health says whether the node can plug pods, for STATUS; nil means OVS.Health.
+	Health func(ctx context.Context) error
 }
 
 // Server answers CNI requests.
@@ -131,6 +139,9 @@ func asCNIError(err error) *types.Error {
 	}
 	return types.NewError(types.ErrInternal, err.Error(), "")
 }
+
+// kernelVLAN says pods are plugged as kernel VLAN links, without Open vSwitch.
+func (s *Server) kernelVLAN() bool { return s.cfg.VLANUplink != "" }
 
 // cleanupContext outlives the request's deadline, so that an ADD that timed out can still undo its work.
 func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -24,7 +24,7 @@ const FieldManager = "raven-node"
 // port; the controller reads that one port from Neutron, makes it again when it is gone, and removes the
 // annotation. It reads the monitor of the Interface table (no database call) and the node's pod cache.
 func (s *Server) WatchBindings(ctx context.Context) {
-	if s.cfg.Monitor == nil || s.cfg.PodsAPI == nil {
+	if s.cfg.Monitor == nil || s.cfg.PodsAPI == nil || s.kernelVLAN() {
 		return
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("bindings"))
