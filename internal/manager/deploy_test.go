@@ -218,3 +218,37 @@ func checkPlacement(t *testing.T, d *appsv1.Deployment) {
 		t.Errorf("rolling update %+v: in the node's network a surge replica waits for ports its old one holds, and the rollout never ends; want maxSurge 0, maxUnavailable ≥ 1", ru)
 	}
 }
+
+// deploy/nested is opt-in: the base neither lists it as a resource nor as a component, and what the component
+// adds is in the base's namespace (a Component does not get the base's namespace: an overlay without one of its
+// own applies it as written).
+func TestNestedComponentIsOptional(t *testing.T) {
+	var base struct {
+		Namespace  string
+		Resources  []string
+		Components []string
+	}
+	if err := yaml.Unmarshal(readFile(t, "kustomization.yaml"), &base); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(base.Resources, base.Components...) {
+		if strings.TrimSuffix(filepath.Clean(r), "/") == "nested" {
+			t.Errorf("deploy/kustomization.yaml includes %s: every cluster would get raven-node-nested and lose raven-node on VM nodes", r)
+		}
+	}
+	var k struct{ Resources []string }
+	if err := yaml.Unmarshal(readFile(t, "nested/kustomization.yaml"), &k); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range k.Resources {
+		var meta struct {
+			Metadata struct{ Namespace string }
+		}
+		if err := yaml.Unmarshal(readFile(t, filepath.Join("nested", r)), &meta); err != nil {
+			t.Fatal(err)
+		}
+		if meta.Metadata.Namespace != base.Namespace {
+			t.Errorf("deploy/nested/%s is in namespace %q, want the base's %q", r, meta.Metadata.Namespace, base.Namespace)
+		}
+	}
+}
