@@ -267,19 +267,8 @@ func (vt *vmTrunk) where(portIDs []string) []Subport {
 // Detach takes the port off the trunk that carries it, if one does: Neutron refuses to delete a subport.
 // The trunks Raven knows are looked at first, then every trunk Neutron lists.
 func (t *Trunks) Detach(ctx context.Context, portID string) error {
-	t.mu.Lock()
-	known := make([]*vmTrunk, 0, len(t.nodes))
-	for _, vt := range t.nodes {
-		known = append(known, vt)
-	}
-	t.mu.Unlock()
-	for _, vt := range known {
-		vt.mu.Lock()
-		_, on := vt.byPort[portID]
-		vt.mu.Unlock()
-		if on {
-			return vt.group(&vt.nextDetach, []string{portID}, func(ports []string) error { return t.removeLocked(ctx, vt, ports) })
-		}
+	if vt := t.carrier(portID); vt != nil {
+		return vt.group(&vt.nextDetach, []string{portID}, func(ports []string) error { return t.removeLocked(ctx, vt, ports) })
 	}
 	trunks, err := t.N.ListTrunks(ctx, "")
 	if err != nil {
@@ -315,7 +304,10 @@ func (t *Trunks) removeLocked(ctx context.Context, vt *vmTrunk, portIDs []string
 }
 
 // Carries says a trunk Raven knows carries the port (Neutron's copy of the port may not show it yet).
-func (t *Trunks) Carries(portID string) bool {
+func (t *Trunks) Carries(portID string) bool { return t.carrier(portID) != nil }
+
+// carrier is the trunk Raven knows that carries the port, nil when none does.
+func (t *Trunks) carrier(portID string) *vmTrunk {
 	t.mu.Lock()
 	known := make([]*vmTrunk, 0, len(t.nodes))
 	for _, vt := range t.nodes {
@@ -327,10 +319,10 @@ func (t *Trunks) Carries(portID string) bool {
 		_, on := vt.byPort[portID]
 		vt.mu.Unlock()
 		if on {
-			return true
+			return vt
 		}
 	}
-	return false
+	return nil
 }
 
 // Forget drops what Raven knows of a deleted node's trunk.

@@ -129,8 +129,7 @@ func mapValues(m map[string]int) []int {
 
 // nestedPodOf makes a burst pod (or the prober) one of the stack's nested node.
 func nestedPodOf(p *corev1.Pod) {
-	p.Spec.NodeName = env.vars["STACK_VM_NAME"]
-	p.Spec.Tolerations = []corev1.Toleration{{Key: "raven.io/nested", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	onNestedNode(p)
 	p.Spec.Containers[0].Ports = servingPod(p.Name).Spec.Containers[0].Ports
 }
 

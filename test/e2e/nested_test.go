@@ -280,7 +280,7 @@ func TestNestedKillDuringBurst(t *testing.T) {
 		neutronDo(t, http.MethodGet, "ports/"+port, nil, &p)
 		switch {
 		case mine[port]:
-		case slices.Contains(p.Port.Tags, "raven.kind=pool") && slices.Contains(p.Port.Tags, "raven.node="+vm.name):
+		case trunkPoolPort(p.Port, vm):
 			pooled++ // a free port of the node's trunk pool
 		default:
 			t.Errorf("trunk %s carries port %s on VLAN %d (tags %v), which is neither a pod's nor the trunk pool's", vm.trunk, port, vlan, p.Port.Tags)
@@ -293,9 +293,19 @@ func TestNestedKillDuringBurst(t *testing.T) {
 // nestedPod is a serving pod on the stack's nested node.
 func nestedPod(name string) *corev1.Pod {
 	p := servingPod(name)
+	onNestedNode(p)
+	return p
+}
+
+// onNestedNode binds the pod to the stack's (first) nested node, whose taint it tolerates.
+func onNestedNode(p *corev1.Pod) {
 	p.Spec.NodeName = env.vars["STACK_VM_NAME"]
 	p.Spec.Tolerations = []corev1.Toleration{{Key: "raven.io/nested", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-	return p
+}
+
+// trunkPoolPort says the port is a free port of Raven's trunk pool for the VM's node.
+func trunkPoolPort(p openstack.Port, vm vmNode) bool {
+	return slices.Contains(p.Tags, "raven.kind=pool") && slices.Contains(p.Tags, "raven.node="+vm.name)
 }
 
 // Pods on the stack's nested node (hack/stack-vm.sh: a VM's namespace on node-1's br-int through its trunk's
@@ -443,7 +453,7 @@ func waitTrunkPool(t *testing.T, vm vmNode, ns string, n int, timeout time.Durat
 			if err := neutronTry(http.MethodGet, "ports/"+id, nil, &p); err != nil {
 				return false, err
 			}
-			if slices.Contains(p.Port.Tags, "raven.kind=pool") && slices.Contains(p.Port.Tags, "raven.node="+vm.name) && p.Port.NetworkID == network {
+			if trunkPoolPort(p.Port, vm) && p.Port.NetworkID == network {
 				pooled[id] = vlan
 			}
 		}

@@ -22,6 +22,7 @@ type Plumber interface {
 
 // Netlink is the Plumber of package plug.
 type Netlink struct {
+	podEnd
 	// DatapathNetns is the path of the network namespace where the node's Open vSwitch runs, which gets the
 	// host ends; empty means raven-node's own (the usual case: OVS in the host's namespace).
 	DatapathNetns string
@@ -40,25 +41,11 @@ func (n Netlink) Teardown(_ context.Context, netns, ifName, hostIfName string) e
 	return plug.Teardown(n.DatapathNetns, netns, ifName, hostIfName)
 }
 
-// Inspect implements Plumber.
-func (Netlink) Inspect(_ context.Context, netns, ifName string) (plug.Observed, error) {
-	return plug.Inspect(netns, ifName)
-}
-
-// Readdress implements Plumber.
-func (Netlink) Readdress(_ context.Context, spec plug.Spec) error {
-	return plug.Readdress(spec)
-}
-
-// WaitGateway implements Plumber.
-func (Netlink) WaitGateway(ctx context.Context, spec plug.Spec, gw net.IP) error {
-	return plug.WaitNeighbour(ctx, spec.Netns, spec.IfName, gw)
-}
-
 // VLAN is the Plumber of the kernel-VLAN path of nested nodes (raven-node --nested --vlan-uplink): a pod's
 // interface is an 802.1Q link of its subport's VLAN (spec.VLAN) on the VM's NIC Uplink, moved into the pod's
 // namespace. There is no host end and no Open vSwitch; the server's Config.VLANUplink names the same NIC.
 type VLAN struct {
+	podEnd
 	Uplink string
 }
 
@@ -72,21 +59,6 @@ func (v VLAN) Setup(_ context.Context, spec plug.Spec) (plug.Result, error) {
 // Teardown implements Plumber: hostIfName is a link an ADD left in the host before moving it.
 func (VLAN) Teardown(_ context.Context, netns, ifName, hostIfName string) error {
 	return plug.TeardownVLAN(netns, ifName, hostIfName)
-}
-
-// Inspect implements Plumber.
-func (VLAN) Inspect(_ context.Context, netns, ifName string) (plug.Observed, error) {
-	return plug.Inspect(netns, ifName)
-}
-
-// Readdress implements Plumber.
-func (VLAN) Readdress(_ context.Context, spec plug.Spec) error {
-	return plug.Readdress(spec)
-}
-
-// WaitGateway implements Plumber.
-func (VLAN) WaitGateway(ctx context.Context, spec plug.Spec, gw net.IP) error {
-	return plug.WaitNeighbour(ctx, spec.Netns, spec.IfName, gw)
 }
 
 // Health says whether the uplink can carry the pods' VLANs (it exists and is up): STATUS's and /healthz's check
@@ -105,4 +77,23 @@ func (v VLAN) Sweep(ctx context.Context) {
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Removing the VLAN links a stopped ADD left on the uplink", "uplink", v.Uplink)
 	}
+}
+
+// podEnd is what both Plumbers do alike, on the pod's interface in its namespace: a veth's pod end or a VLAN
+// link are inspected, readdressed and checked for the gateway's ARP answer the same way.
+type podEnd struct{}
+
+// Inspect implements Plumber.
+func (podEnd) Inspect(_ context.Context, netns, ifName string) (plug.Observed, error) {
+	return plug.Inspect(netns, ifName)
+}
+
+// Readdress implements Plumber.
+func (podEnd) Readdress(_ context.Context, spec plug.Spec) error {
+	return plug.Readdress(spec)
+}
+
+// WaitGateway implements Plumber.
+func (podEnd) WaitGateway(ctx context.Context, spec plug.Spec, gw net.IP) error {
+	return plug.WaitNeighbour(ctx, spec.Netns, spec.IfName, gw)
 }
