@@ -60,6 +60,10 @@ func (n *neutron) Capabilities(ctx context.Context) (Capabilities, error) {
 	return caps, nil
 }
 
+// PageSize is the number of objects Raven asks for in one page of a list: a cluster's tens of thousands of
+// ports come in pages, never in one response that the server must build and Raven decode whole.
+const PageSize = 1000
+
 func allPages[T any](ctx context.Context, op string, pager pagination.Pager, extract func(pagination.Page, any) error) ([]T, error) {
 	var out []T
 	err := pager.EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
@@ -75,7 +79,7 @@ func allPages[T any](ctx context.Context, op string, pager pagination.Pager, ext
 
 func (n *neutron) ListNetworks(ctx context.Context, f Filter) ([]Network, error) {
 	return allPages[Network](ctx, "neutron network list",
-		networks.List(n.c, networks.ListOpts{Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), networks.ExtractNetworksInto)
+		networks.List(n.c, networks.ListOpts{Limit: PageSize, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), networks.ExtractNetworksInto)
 }
 
 func (n *neutron) GetNetwork(ctx context.Context, id string) (*Network, error) {
@@ -99,7 +103,7 @@ func (n *neutron) DeleteNetwork(ctx context.Context, id string) error {
 
 func (n *neutron) ListSubnets(ctx context.Context, f Filter) ([]Subnet, error) {
 	return allPages[Subnet](ctx, "neutron subnet list",
-		subnets.List(n.c, subnets.ListOpts{NetworkID: f.NetworkID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("subnets"))
+		subnets.List(n.c, subnets.ListOpts{Limit: PageSize, NetworkID: f.NetworkID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("subnets"))
 }
 
 func (n *neutron) CreateSubnet(ctx context.Context, s SubnetSpec) (*Subnet, error) {
@@ -134,7 +138,7 @@ func (n *neutron) DeleteSubnet(ctx context.Context, id string) error {
 
 func (n *neutron) ListSubnetPools(ctx context.Context, f Filter) ([]SubnetPool, error) {
 	return allPages[SubnetPool](ctx, "neutron subnetpool list",
-		subnetpools.List(n.c, subnetpools.ListOpts{Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("subnetpools"))
+		subnetpools.List(n.c, subnetpools.ListOpts{Limit: PageSize, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("subnetpools"))
 }
 
 func (n *neutron) CreateSubnetPool(ctx context.Context, s SubnetPoolSpec) (*SubnetPool, error) {
@@ -171,7 +175,7 @@ func (r routerJSON) router() Router {
 
 func (n *neutron) ListRouters(ctx context.Context, f Filter) ([]Router, error) {
 	raw, err := allPages[routerJSON](ctx, "neutron router list",
-		routers.List(n.c, routers.ListOpts{Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), routers.ExtractRoutersInto)
+		routers.List(n.c, routers.ListOpts{Limit: PageSize, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), routers.ExtractRoutersInto)
 	out := make([]Router, 0, len(raw))
 	for _, r := range raw {
 		out = append(out, r.router())
@@ -210,7 +214,7 @@ func (n *neutron) RemoveRouterInterface(ctx context.Context, routerID, subnetID 
 
 func (n *neutron) ListPorts(ctx context.Context, f Filter) ([]Port, error) {
 	return allPages[Port](ctx, "neutron port list",
-		ports.List(n.c, ports.ListOpts{NetworkID: f.NetworkID, DeviceID: f.DeviceID, DeviceOwner: f.DeviceOwner, Name: f.Name,
+		ports.List(n.c, ports.ListOpts{Limit: PageSize, NetworkID: f.NetworkID, DeviceID: f.DeviceID, DeviceOwner: f.DeviceOwner, Name: f.Name,
 			Description: f.Description, Tags: tagsQuery(f.Tags), NotTagsAny: tagsQuery(f.NotTagsAny)}),
 		ports.ExtractPortsInto)
 }
@@ -304,7 +308,7 @@ func (n *neutron) DeletePort(ctx context.Context, id string) error {
 
 func (n *neutron) ListFloatingIPs(ctx context.Context, f Filter) ([]FloatingIP, error) {
 	return allPages[FloatingIP](ctx, "neutron floatingip list",
-		floatingips.List(n.c, floatingips.ListOpts{Description: f.Description, Tags: tagsQuery(f.Tags)}), floatingips.ExtractFloatingIPsInto)
+		floatingips.List(n.c, floatingips.ListOpts{Limit: PageSize, Description: f.Description, Tags: tagsQuery(f.Tags)}), floatingips.ExtractFloatingIPsInto)
 }
 
 func (n *neutron) CreateFloatingIP(ctx context.Context, s FloatingIPSpec) (*FloatingIP, error) {
@@ -338,7 +342,7 @@ func (n *neutron) DeleteFloatingIP(ctx context.Context, id string) error {
 
 func (n *neutron) ListSecurityGroups(ctx context.Context, f Filter) ([]SecurityGroup, error) {
 	return allPages[SecurityGroup](ctx, "neutron security_group list",
-		groups.List(n.c, groups.ListOpts{Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("security_groups"))
+		groups.List(n.c, groups.ListOpts{Limit: PageSize, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("security_groups"))
 }
 
 func (b body) ToSecGroupCreateMap() (map[string]any, error)     { return b, nil }

@@ -29,7 +29,7 @@ func labelled(label string) func(pagination.Page, any) error {
 
 func (o *octavia) ListLoadBalancers(ctx context.Context, tags []string) ([]LoadBalancer, error) {
 	return allPages[LoadBalancer](ctx, "octavia loadbalancer list",
-		loadbalancers.List(o.c, loadbalancers.ListOpts{Tags: tags}), labelled("loadbalancers"))
+		loadbalancers.List(o.c, loadbalancers.ListOpts{Limit: PageSize, Tags: tags}), labelled("loadbalancers"))
 }
 
 func (o *octavia) GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error) {
@@ -80,7 +80,7 @@ func (o *octavia) DeleteLoadBalancer(ctx context.Context, id string) error {
 
 func (o *octavia) ListListeners(ctx context.Context, lbID string) ([]Listener, error) {
 	return allPages[Listener](ctx, "octavia listener list",
-		listeners.List(o.c, listeners.ListOpts{LoadbalancerID: lbID}), labelled("listeners"))
+		listeners.List(o.c, listeners.ListOpts{Limit: PageSize, LoadbalancerID: lbID}), labelled("listeners"))
 }
 
 func (o *octavia) CreateListener(ctx context.Context, s ListenerSpec) (*Listener, error) {
@@ -100,7 +100,7 @@ func (o *octavia) DeleteListener(ctx context.Context, id string) error {
 
 func (o *octavia) ListPools(ctx context.Context, lbID string) ([]Pool, error) {
 	out, err := allPages[Pool](ctx, "octavia pool list",
-		pools.List(o.c, pools.ListOpts{LoadbalancerID: lbID}), labelled("pools"))
+		pools.List(o.c, pools.ListOpts{Limit: PageSize, LoadbalancerID: lbID}), labelled("pools"))
 	for i := range out {
 		if len(out[i].Listeners) > 0 {
 			out[i].ListenerID = out[i].Listeners[0].ID
@@ -165,7 +165,7 @@ func (o *octavia) DeleteMonitor(ctx context.Context, id string) error {
 
 func (o *octavia) ListMembers(ctx context.Context, poolID string) ([]Member, error) {
 	return allPages[Member](ctx, "octavia member list",
-		pools.ListMembers(o.c, poolID, pools.ListMembersOpts{}), labelled("members"))
+		pools.ListMembers(o.c, poolID, pools.ListMembersOpts{Limit: PageSize}), labelled("members"))
 }
 
 func (o *octavia) CreateMember(ctx context.Context, poolID string, m MemberSpec) error {

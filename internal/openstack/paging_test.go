@@ -1,0 +1,84 @@
+package openstack
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/gophercloud/gophercloud/v2"
+)
+
+// pagedPorts serves n ports in pages of the requested limit, as Neutron does, and records each page's limit.
+func pagedPorts(t *testing.T, n int, limits *[]string) *httptest.Server {
+	t.Helper()
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		*limits = append(*limits, q.Get("limit"))
+		limit, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || limit <= 0 {
+			limit = n
+		}
+		start := 0
+		if m := q.Get("marker"); m != "" {
+			start, _ = strconv.Atoi(m)
+			start++
+		}
+		end := min(start+limit, n)
+		page := map[string]any{}
+		items := make([]map[string]any, 0, end-start)
+		for i := start; i < end; i++ {
+			items = append(items, map[string]any{"id": fmt.Sprintf("%06d", i)})
+		}
+		page["ports"] = items
+		if end < n {
+			page["ports_links"] = []map[string]string{{"rel": "next",
+				"href": fmt.Sprintf("http://%s/v2.0/ports?limit=%d&marker=%06d", r.Host, limit, end-1)}}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(page)
+	}))
+}
+
+func TestListsComeInPages(t *testing.T) {
+	for _, tc := range []struct {
+		ports, pages int
+	}{
+		{0, 1},
+		{PageSize - 1, 1},
+		{PageSize, 1},
+		{2*PageSize + 500, 3},
+	} {
+		t.Run(strconv.Itoa(tc.ports), func(t *testing.T) {
+			var limits []string
+			srv := pagedPorts(t, tc.ports, &limits)
+			defer srv.Close()
+			c := &gophercloud.ServiceClient{ProviderClient: &gophercloud.ProviderClient{HTTPClient: *srv.Client()},
+				Endpoint: srv.URL + "/", ResourceBase: srv.URL + "/v2.0/"}
+			got, err := NewNetworking(c).ListPorts(t.Context(), Filter{NetworkID: "n"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tc.ports {
+				t.Fatalf("listed %d ports, want %d", len(got), tc.ports)
+			}
+			seen := map[string]bool{}
+			for _, p := range got {
+				if seen[p.ID] {
+					t.Fatalf("port %s listed twice", p.ID)
+				}
+				seen[p.ID] = true
+			}
+			for _, l := range limits {
+				if l != strconv.Itoa(PageSize) {
+					t.Fatalf("a page asked for limit=%q, want %d", l, PageSize)
+				}
+			}
+			if tc.ports > 0 && len(limits) < tc.pages {
+				t.Fatalf("%d requests, want at least %d pages", len(limits), tc.pages)
+			}
+		})
+	}
+}
