@@ -134,6 +134,9 @@ type Pools struct {
 	// without a request to Neutron (the claim is written in the background). Without it, pools are per namespace and unbound, and a take
 	// binds the port (one port update, as costly as a create under ML2/OVN).
 	PerNode bool `json:"perNode"`
+	// Budget caps the free ports of all pools together, cluster-wide (0: no cap): what the cluster keeps idle in
+	// Neutron stays bounded whatever its nodes × namespaces.
+	Budget int `json:"budget"`
 }
 
 // Namespaces chooses the namespaces Raven gives networks to; every other one is served.
@@ -205,7 +208,7 @@ func Default() Options {
 		Octavia: Octavia{Provider: "amphora",
 			HealthMonitor: HealthMonitor{Enabled: true, DelaySeconds: 2, TimeoutSeconds: 1, MaxRetries: 1, MaxRetriesDown: 2, UDPConnectDelaySeconds: 3}},
 		Controllers:       Controllers{Namespaces: true, Pods: true, Services: true, NetworkPolicies: true},
-		Pools:             Pools{Enabled: true, MinFree: 5, Batch: 10, Max: 50, IdleAfter: Duration{10 * time.Minute}},
+		Pools:             Pools{Enabled: true, MinFree: 5, Batch: 10, Max: 50, IdleAfter: Duration{10 * time.Minute}, Budget: 1000},
 		Workers:           16,
 		ResyncPeriod:      Duration{5 * time.Minute},
 		OrphanGracePeriod: Duration{2 * time.Minute},
@@ -345,8 +348,8 @@ func (o Options) Validate() error {
 	}
 	errs = append(errs, o.neutronErrors()...)
 	errs = append(errs, o.octaviaErrors()...)
-	if o.Pools.Enabled && (o.Pools.MinFree < 0 || o.Pools.Batch < 1 || o.Pools.Max < o.Pools.MinFree) {
-		errs = append(errs, fmt.Errorf("pools: need 0 ≤ minFree ≤ max and batch ≥ 1 (got %+v)", o.Pools))
+	if o.Pools.Enabled && (o.Pools.MinFree < 0 || o.Pools.Batch < 1 || o.Pools.Max < o.Pools.MinFree || o.Pools.Budget < 0) {
+		errs = append(errs, fmt.Errorf("pools: need 0 ≤ minFree ≤ max, batch ≥ 1 and budget ≥ 0 (got %+v)", o.Pools))
 	}
 	if _, err := labels.Parse(o.Namespaces.ExcludeSelector); err != nil {
 		errs = append(errs, fmt.Errorf("namespaces.excludeSelector: %w", err))

@@ -114,12 +114,15 @@ func neutronManager(o config.Options, clients *openstack.Clients) *neutron.Manag
 	nm.B = &neutron.Batcher{N: clients.Networking, Max: neutron.BulkMax, InFlight: neutron.BulkInFlight, Created: func(p openstack.Port) { nm.X.PutPort(o.ClusterID, p) }}
 	if o.Pools.Enabled {
 		nm.P = &neutron.Pools{M: nm, Cfg: neutron.PoolConfig{MinFree: o.Pools.MinFree, Batch: o.Pools.Batch, Max: o.Pools.Max, Recycle: o.Pools.Recycle,
-			IdleAfter: o.Pools.IdleAfter.Duration, PerNode: o.Pools.PerNode}}
+			IdleAfter: o.Pools.IdleAfter.Duration, PerNode: o.Pools.PerNode, Budget: o.Pools.Budget}}
 		crmetrics.Registry.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raven_port_pool_free_ports", Help: "Ready ports waiting in the pools, all namespaces."},
 				func() float64 { return float64(nm.X.FreeTotal()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "raven_port_pool_refills_in_progress", Help: "Namespace pools being refilled now."},
-				func() float64 { return float64(nm.P.Refilling()) }))
+				func() float64 { return float64(nm.P.Refilling()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "raven_port_pool_budget_starved_total",
+				Help: "Pool refills cut short or refused because the free ports of all pools reached pools.budget."},
+				func() float64 { return float64(nm.P.Starved()) }))
 	}
 	// Always: a Raven whose nested configuration was removed must still take its pods' subports off their
 	// trunks to delete them. Without a worker subnet it attaches nothing.

@@ -30,7 +30,7 @@ type Index struct {
 	// ports by port ID, and port IDs by owner UID (pods) or by network (pool ports).
 	ports  map[string]openstack.Port
 	byUID  map[string][]string
-	byPool map[string][]string
+	byPool freePorts
 	// claims are pool ports handed to pods whose new owner Neutron does not show yet.
 	claims map[string]claimed
 	// annotated is the snapshot's pod annotations while a listing is applied.
@@ -59,7 +59,7 @@ func (x *Index) clock() time.Time {
 func NewIndex() *Index {
 	return &Index{
 		nets: map[string]*NamespaceNet{}, ports: map[string]openstack.Port{},
-		byUID: map[string][]string{}, byPool: map[string][]string{},
+		byUID: map[string][]string{}, byPool: newFreePorts(),
 	}
 }
 
@@ -207,7 +207,7 @@ func (x *Index) replacePortsLocked(cluster string, s *Snapshot) {
 	newer := func(id string) bool { t, ok := touched[id]; return ok && t.After(s.Started) }
 	x.ports = map[string]openstack.Port{}
 	x.byUID = map[string][]string{}
-	x.byPool = map[string][]string{}
+	x.byPool = newFreePorts()
 	x.touched = map[string]time.Time{}
 	listed := map[string]bool{}
 	for _, p := range s.Ports {
@@ -383,8 +383,7 @@ func (x *Index) putLocked(cluster string, p openstack.Port) {
 		x.byUID[o.UID] = append(x.byUID[o.UID], p.ID)
 	case o.Kind == ownership.KindPool:
 		x.ports[p.ID] = p
-		k := poolKeyOf(p)
-		x.byPool[k] = append(x.byPool[k], p.ID)
+		x.byPool.add(poolKeyOf(p), p.ID)
 	}
 }
 
@@ -462,11 +461,7 @@ func (x *Index) dropLocked(id string) {
 			delete(x.byUID, o.UID)
 		}
 	}
-	k := poolKeyOf(p)
-	x.byPool[k] = slices.DeleteFunc(x.byPool[k], func(s string) bool { return s == id })
-	if len(x.byPool[k]) == 0 {
-		delete(x.byPool, k)
-	}
+	x.byPool.remove(poolKeyOf(p), id)
 }
 
 // Port is openstack.Port, re-exported so that controllers can name it without the openstack package.
@@ -504,21 +499,14 @@ func trunkPoolNode(host string) (node string, ok bool) {
 func (x *Index) FreeIn(networkID, host string) int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return len(x.byPool[poolKey(networkID, host)])
+	return len(x.byPool.in(poolKey(networkID, host)))
 }
 
 // PoolHosts lists the hosts that hold free ports of the network ("" for unbound ones).
 func (x *Index) PoolHosts(networkID string) []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	var out []string
-	for k, ids := range x.byPool {
-		if net, host, _ := strings.Cut(k, "|"); net == networkID && len(ids) > 0 {
-			out = append(out, host)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return x.byPool.hostsOf(networkID)
 }
 
 // Claim moves a free pool port of the network bound to host ("": an unbound one) to the owner, in memory
@@ -526,7 +514,7 @@ func (x *Index) PoolHosts(networkID string) []string {
 func (x *Index) Claim(networkID, host string, owner ownership.Owner, name string) (openstack.Port, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	ids := x.byPool[poolKey(networkID, host)]
+	ids := x.byPool.in(poolKey(networkID, host))
 	if len(ids) == 0 {
 		return openstack.Port{}, false
 	}
@@ -537,7 +525,7 @@ func (x *Index) Claim(networkID, host string, owner ownership.Owner, name string
 func (x *Index) TakeFree(networkID, host string) (openstack.Port, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	ids := x.byPool[poolKey(networkID, host)]
+	ids := x.byPool.in(poolKey(networkID, host))
 	if len(ids) == 0 {
 		return openstack.Port{}, false
 	}
@@ -573,8 +561,7 @@ func (x *Index) Unclaim(portID string) {
 	delete(x.claims, portID)
 	x.dropLocked(portID)
 	x.ports[portID] = c.free
-	k := poolKeyOf(c.free)
-	x.byPool[k] = append(x.byPool[k], portID)
+	x.byPool.add(poolKeyOf(c.free), portID)
 	x.touch(portID)
 }
 
@@ -705,9 +692,5 @@ func isSubport(p openstack.Port) bool {
 func (x *Index) FreeTotal() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	n := 0
-	for _, ids := range x.byPool {
-		n += len(ids)
-	}
-	return n
+	return x.byPool.total
 }

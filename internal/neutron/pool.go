@@ -3,7 +3,6 @@ package neutron
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +31,11 @@ type PoolConfig struct {
 	// request on its critical path, and no port update: under ML2/OVN a binding update costs as much as a
 	// create. Without PerNode, pools are per namespace, unbound, and a pod's take binds the port.
 	PerNode bool
+	// Budget caps the free ports of all pools together, cluster-wide (0: no cap). Pools fill only where pods
+	// are created, so what a cluster keeps idle follows demand; the budget bounds it whatever the number of
+	// nodes × namespaces. A pool that finds the budget spent is not refilled: its pods get ports made for them
+	// until an idle pool gives its ports back (IdleAfter) or pods take from the others.
+	Budget int
 }
 
 // PoolPortName is the name of a port waiting in a pool.
@@ -63,14 +67,18 @@ type Pools struct {
 
 	mu       sync.Mutex
 	lastTake time.Time
-	// takenAt is when a pod last asked for a port of each pool (by poolKey): pools fill only where pods are
+	// takenAt is when a pod last asked for a port of each pool (by network, then host): pools fill only where pods are
 	// created. refilling, shrinking and returning are by poolKey too; closed is by network.
-	takenAt   map[string]time.Time
+	takenAt   map[string]map[string]time.Time
 	shrinking map[string]bool
 	started   time.Time
 	refilling map[string]bool
 	closed    map[string]bool
 	returning map[string]int // recycled ports on their way back
+	// making counts the ports refills are creating now: they count against the budget before they exist.
+	making int
+	// starved counts the refills the budget cut short or refused.
+	starved int64
 	// pending are the claims whose tags Neutron does not show yet, by port ID, with the time each is due.
 	pending map[string]pendingClaim
 	// held are the claims a worker has in hand: the owner's UID by port ID. A port's claim is in one worker's
@@ -114,7 +122,7 @@ func (p *Pools) Start(ctx context.Context, workers int) {
 func (p *Pools) init() {
 	if p.refilling == nil {
 		p.refilling, p.closed, p.pending, p.held = map[string]bool{}, map[string]bool{}, map[string]pendingClaim{}, map[string]string{}
-		p.takenAt, p.shrinking = map[string]time.Time{}, map[string]bool{}
+		p.takenAt, p.shrinking = map[string]map[string]time.Time{}, map[string]bool{}
 		p.wake = make(chan struct{}, 1)
 		p.vms = map[string]VMNode{}
 	}
@@ -176,7 +184,10 @@ func (p *Pools) Take(ctx context.Context, nn *NamespaceNet, pod PodRef, owner ow
 	p.mu.Lock()
 	p.init()
 	p.lastTake = time.Now()
-	p.takenAt[poolKey(nn.Network.ID, host)] = p.lastTake
+	if p.takenAt[nn.Network.ID] == nil {
+		p.takenAt[nn.Network.ID] = map[string]time.Time{}
+	}
+	p.takenAt[nn.Network.ID][host] = p.lastTake
 	if pod.VM != nil {
 		p.vms[pod.VM.Name] = *pod.VM
 	}
@@ -422,7 +433,7 @@ func (p *Pools) Recycle(ctx context.Context, nn *NamespaceNet, port openstack.Po
 	key := poolKey(nn.Network.ID, host)
 	// Reserve a place first: several workers recycle at once, and the pool must not grow past Max.
 	p.mu.Lock()
-	if p.closed[nn.Network.ID] || p.M.X.FreeIn(nn.Network.ID, host)+p.returning[key] >= p.Cfg.Max {
+	if p.closed[nn.Network.ID] || p.M.X.FreeIn(nn.Network.ID, host)+p.returning[key] >= p.Cfg.Max || p.roomLocked() < 1 {
 		p.mu.Unlock()
 		return false, nil
 	}
@@ -526,8 +537,12 @@ func (p *Pools) hostsOf(networkID string) []string {
 	hosts := p.M.X.PoolHosts(networkID)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for k := range p.takenAt {
-		if net, host, _ := strings.Cut(k, "|"); net == networkID && !slices.Contains(hosts, host) {
+	have := make(map[string]bool, len(hosts))
+	for _, h := range hosts {
+		have[h] = true
+	}
+	for host := range p.takenAt[networkID] {
+		if !have[host] {
 			hosts = append(hosts, host)
 		}
 	}
@@ -539,13 +554,13 @@ func (p *Pools) tend(ctx context.Context, nn *NamespaceNet, host string, now tim
 	key := poolKey(nn.Network.ID, host)
 	p.mu.Lock()
 	p.init()
-	taken, ok := p.takenAt[key]
+	taken, ok := p.takenAt[nn.Network.ID][host]
 	if !ok {
 		taken = p.started // no pod since Raven started: the pool is as old as this process
 	}
 	idle := nodeGone || p.Cfg.IdleAfter > 0 && now.Sub(taken) >= p.Cfg.IdleAfter
 	if nodeGone {
-		delete(p.takenAt, key) // once empty, the pool is not tended again
+		delete(p.takenAt[nn.Network.ID], host) // once empty, the pool is not tended again
 	}
 	busy := p.refilling[key] || p.shrinking[key]
 	if idle && !busy && p.M.X.FreeIn(nn.Network.ID, host) > 0 {
@@ -607,6 +622,7 @@ func (p *Pools) Close(networkID string) {
 	defer p.mu.Unlock()
 	p.init()
 	p.closed[networkID] = true
+	delete(p.takenAt, networkID)
 }
 
 func (p *Pools) refill(ctx context.Context, nn NamespaceNet, host string) {
@@ -631,14 +647,7 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet, host string) {
 		owner.Node, bind = vm.Name, ""
 	}
 	for ctx.Err() == nil {
-		p.mu.Lock()
-		closed := p.closed[nn.Network.ID]
-		free := p.M.X.FreeIn(nn.Network.ID, host) + p.returning[key] // recycled ports on their way count
-		p.mu.Unlock()
-		if closed || free >= p.Cfg.MinFree {
-			return
-		}
-		n := min(max(p.Cfg.Batch, 1), p.Cfg.Max-free)
+		n := p.reserve(nn.Network.ID, key, host)
 		if n <= 0 {
 			return
 		}
@@ -651,6 +660,7 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet, host string) {
 		}
 		ports, err := p.M.N.CreatePorts(ctx, specs)
 		if err != nil {
+			p.unreserve(n)
 			log.Error(err, "Refilling the port pool; will retry when a pod next takes a port")
 			return
 		}
@@ -668,6 +678,7 @@ func (p *Pools) refill(ctx context.Context, nn NamespaceNet, host string) {
 		for _, port := range kept {
 			p.M.X.PutPort(p.M.C.ID, port)
 		}
+		p.unreserve(n)
 		log.V(2).Info("Refilled port pool", "created", len(ports), "free", p.M.X.FreeIn(nn.Network.ID, host))
 	}
 }
@@ -710,4 +721,54 @@ func (p *Pools) Refilling() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.refilling)
+}
+
+// reserve books the ports the next refill of the pool (key, for host on the network) makes: a batch, cut to
+// the pool's room under Max and to what the cluster-wide budget has left; 0 when the pool needs none or the
+// budget is spent.
+func (p *Pools) reserve(networkID, key, host string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	free := p.M.X.FreeIn(networkID, host) + p.returning[key] // recycled ports on their way count
+	if p.closed[networkID] || free >= p.Cfg.MinFree {
+		return 0
+	}
+	n := min(max(p.Cfg.Batch, 1), p.Cfg.Max-free)
+	if n <= 0 {
+		return 0
+	}
+	if room := p.roomLocked(); room < n {
+		p.starved++
+		n = room
+	}
+	if n > 0 {
+		p.making += n
+	}
+	return n
+}
+
+func (p *Pools) unreserve(n int) {
+	p.mu.Lock()
+	p.making -= n
+	p.mu.Unlock()
+}
+
+// roomLocked is how many more free ports the budget allows: what the pools hold, what refills are making and
+// what recycling brings back all count.
+func (p *Pools) roomLocked() int {
+	if p.Cfg.Budget <= 0 {
+		return int(^uint(0) >> 1)
+	}
+	used := p.M.X.FreeTotal() + p.making
+	for _, n := range p.returning {
+		used += n
+	}
+	return p.Cfg.Budget - used
+}
+
+// Starved is the number of refills the budget cut short or refused since Raven started.
+func (p *Pools) Starved() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starved
 }
