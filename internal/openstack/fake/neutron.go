@@ -43,8 +43,13 @@ type Neutron struct {
 	// (Neutron 2023.2 and later: an admin edits them) hold no egress rule; else they get Neutron's legacy two
 	// egress rules, IPv4 and IPv6 to anywhere.
 	NoDefaultEgress bool
+	// UUIDs makes new IDs UUID-shaped (8-4-4-4-12 hex digits, as Neutron's are, so that openstack.Operation
+	// reads them as IDs); otherwise they read prefix-NNNN-0000-0000-0000-000000000000.
+	UUIDs bool
 	// nextPoolPrefix hands out subnet pool prefixes.
 	nextPoolPrefix map[string]int
+	// ix is nil until Index.
+	ix *index
 }
 
 // Fault is an injected failure.
@@ -106,7 +111,7 @@ func (n *Neutron) enter(method string, write bool) error {
 
 func (n *Neutron) id(prefix string) string {
 	n.seq++
-	return fmt.Sprintf("%s-%04d-0000-0000-0000-000000000000", prefix, n.seq)
+	return newID(n.UUIDs, prefix, n.seq)
 }
 
 func notFound(what string) error {
@@ -197,16 +202,17 @@ func (n *Neutron) DeleteNetwork(_ context.Context, id string) error {
 	if _, ok := n.Nets[id]; !ok {
 		return notFound("network")
 	}
-	for _, p := range n.Ports {
-		if p.NetworkID == id {
-			return openstack.NewError("fake network delete", openstack.KindConflict, 409, "NetworkInUse")
-		}
+	if n.networkInUseLocked(id) {
+		return openstack.NewError("fake network delete", openstack.KindConflict, 409, "NetworkInUse: Unable to complete operation on network "+id+". There are one or more ports still in use on the network.")
 	}
 	for sid, s := range n.Subnets {
 		if s.NetworkID == id {
 			delete(n.Subnets, sid)
+			n.ix.removeSubnet(s)
+			n.ix.untag(openstack.ResourceSubnets, sid, s.Tags)
 		}
 	}
+	n.ix.untag(openstack.ResourceNetworks, id, n.Nets[id].Tags)
 	delete(n.Nets, id)
 	return nil
 }
@@ -241,6 +247,9 @@ func (n *Neutron) CreateSubnet(_ context.Context, s openstack.SubnetSpec) (*open
 			return nil, notFound("subnetpool")
 		}
 		base := netip.MustParsePrefix(pool.Prefixes[0])
+		if s.PrefixLength < base.Bits() || s.PrefixLength > 32 {
+			return nil, openstack.NewError("fake subnet create", openstack.KindBadRequest, 400, fmt.Sprintf("Invalid input: prefixlen %d for subnet pool %s", s.PrefixLength, pool.ID))
+		}
 		i := n.nextPoolPrefix[pool.ID]
 		if s.PrefixLength-base.Bits() < 31 && i >= 1<<(s.PrefixLength-base.Bits()) {
 			return nil, openstack.NewError("fake subnet create", openstack.KindExhausted, 409, "SubnetAllocationError")
@@ -259,7 +268,14 @@ func (n *Neutron) CreateSubnet(_ context.Context, s openstack.SubnetSpec) (*open
 	if s.GatewayIP != "" {
 		x.GatewayIP = s.GatewayIP
 	}
+	if n.ix != nil && len(s.AllocationPools) > 0 {
+		x.AllocationPools = slices.Clone(s.AllocationPools)
+	}
 	n.Subnets[x.ID] = x
+	n.ix.addSubnet(x)
+	if net := n.Nets[x.NetworkID]; n.ix != nil && net != nil {
+		net.Subnets = append(slices.Clip(net.Subnets), x.ID)
+	}
 	c := *x
 	return &c, nil
 }
@@ -278,7 +294,8 @@ func (n *Neutron) DeleteSubnet(_ context.Context, id string) error {
 	if err := n.enter("DeleteSubnet", true); err != nil {
 		return err
 	}
-	if _, ok := n.Subnets[id]; !ok {
+	x, ok := n.Subnets[id]
+	if !ok {
 		return notFound("subnet")
 	}
 	for _, subs := range n.Interfaces {
@@ -287,6 +304,11 @@ func (n *Neutron) DeleteSubnet(_ context.Context, id string) error {
 		}
 	}
 	delete(n.Subnets, id)
+	n.ix.removeSubnet(x)
+	n.ix.untag(openstack.ResourceSubnets, id, x.Tags)
+	if net := n.Nets[x.NetworkID]; n.ix != nil && net != nil {
+		net.Subnets = slices.DeleteFunc(slices.Clone(net.Subnets), func(s string) bool { return s == id })
+	}
 	return nil
 }
 
@@ -334,6 +356,7 @@ func (n *Neutron) DeleteSubnetPool(_ context.Context, id string) error {
 			return openstack.NewError("fake subnetpool delete", openstack.KindConflict, 409, "SubnetPoolInUse")
 		}
 	}
+	n.ix.untag(openstack.ResourceSubnetPools, id, n.Pools[id].Tags)
 	delete(n.Pools, id)
 	return nil
 }
@@ -374,6 +397,9 @@ func (n *Neutron) DeleteRouter(_ context.Context, id string) error {
 	if err := n.enter("DeleteRouter", true); err != nil {
 		return err
 	}
+	if x, ok := n.Routers[id]; ok {
+		n.ix.untag(openstack.ResourceRouters, id, x.Tags)
+	}
 	delete(n.Routers, id)
 	return nil
 }
@@ -383,6 +409,9 @@ func (n *Neutron) AddRouterInterface(_ context.Context, routerID, subnetID strin
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.enter("AddRouterInterface", true); err != nil {
+		return err
+	}
+	if err := n.interfaceEndsLocked(routerID, subnetID); err != nil {
 		return err
 	}
 	if slices.Contains(n.Interfaces[routerID], subnetID) {
@@ -444,6 +473,12 @@ func (n *Neutron) GetPort(_ context.Context, id string) (*openstack.Port, error)
 
 // freeIPLocked returns the first address of the subnet's first allocation pool that no port holds, or "".
 func (n *Neutron) freeIPLocked(sub *openstack.Subnet) string {
+	if n.ix != nil {
+		if ip, ok := n.ix.alloc[sub.ID].allocate(); ok {
+			return ip.String()
+		}
+		return ""
+	}
 	used := map[string]bool{}
 	for _, p := range n.Ports {
 		for _, f := range p.FixedIPs {
@@ -464,11 +499,9 @@ func (n *Neutron) createPortLocked(s openstack.PortSpec) (*openstack.Port, error
 	if _, ok := n.Nets[s.NetworkID]; !ok {
 		return nil, notFound("network")
 	}
-	var sub *openstack.Subnet
-	for _, x := range n.Subnets {
-		if x.NetworkID == s.NetworkID && (s.SubnetID == "" || x.ID == s.SubnetID) {
-			sub = x
-		}
+	sub, err := n.portSubnetLocked(s)
+	if err != nil {
+		return nil, err
 	}
 	if err := n.addressTakenLocked(s); err != nil {
 		return nil, err
@@ -485,7 +518,7 @@ func (n *Neutron) createPortLocked(s openstack.PortSpec) (*openstack.Port, error
 		ips = []openstack.FixedIP{{SubnetID: sub.ID, IPAddress: ip}}
 	}
 	n.seq++
-	x := &openstack.Port{ID: n.id("port"), Name: s.Name, NetworkID: s.NetworkID, MACAddress: fmt.Sprintf("fa:16:3e:00:%02x:%02x", n.seq>>8&0xff, n.seq&0xff),
+	x := &openstack.Port{ID: n.id("port"), Name: s.Name, NetworkID: s.NetworkID, MACAddress: fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", n.seq>>16&0xff, n.seq>>8&0xff, n.seq&0xff),
 		FixedIPs: ips, Status: "DOWN", AdminStateUp: true, DeviceOwner: s.DeviceOwner, DeviceID: s.DeviceID, Description: s.Description,
 		SecurityGroups: []string{"default"}, CreatedAt: n.Now()}
 	if s.MACAddress != "" {
@@ -495,12 +528,14 @@ func (n *Neutron) createPortLocked(s openstack.PortSpec) (*openstack.Port, error
 		x.SecurityGroups = slices.Clone(s.SecurityGroups)
 	}
 	bind(x, s.HostID)
+	n.ix.compact(x, n.Nets[s.NetworkID].ID)
 	if n.Caps.TagsOnPortCreate && n.DropTags == 0 {
 		x.Tags = slices.Clone(s.Tags)
 	} else if n.DropTags > 0 {
 		n.DropTags--
 	}
 	n.Ports[x.ID] = x
+	n.ix.addPort(x)
 	c := *x
 	return &c, nil
 }
@@ -527,7 +562,7 @@ func (n *Neutron) CreatePorts(_ context.Context, specs []openstack.PortSpec) ([]
 		p, err := n.createPortLocked(s)
 		if err != nil {
 			for _, made := range out {
-				delete(n.Ports, made.ID)
+				n.dropPortLocked(made.ID)
 			}
 			return nil, err
 		}
@@ -549,6 +584,8 @@ func (n *Neutron) UpdatePort(_ context.Context, id string, u openstack.PortUpdat
 	if !ok {
 		return nil, notFound("port")
 	}
+	n.ix.unfield(x)
+	defer n.ix.field(x)
 	if u.Name != nil {
 		x.Name = *u.Name
 	}
@@ -557,6 +594,7 @@ func (n *Neutron) UpdatePort(_ context.Context, id string, u openstack.PortUpdat
 	}
 	if u.HostID != nil {
 		bind(x, *u.HostID)
+		n.ix.compact(x, x.NetworkID)
 	}
 	if u.SecurityGroups != nil {
 		x.SecurityGroups = slices.Clone(*u.SecurityGroups)
@@ -592,7 +630,7 @@ func (n *Neutron) DeletePort(_ context.Context, id string) error {
 	if t := n.subportOf(id); t != nil { // Neutron's PortInUseAsSubPort
 		return conflict("Port " + id + " is currently a subport of trunk " + t.ID)
 	}
-	delete(n.Ports, id)
+	n.dropPortLocked(id)
 	return nil
 }
 
@@ -619,14 +657,14 @@ func (n *Neutron) CreateFloatingIP(_ context.Context, s openstack.FloatingIPSpec
 	if err := n.enter("CreateFloatingIP", true); err != nil {
 		return nil, err
 	}
-	addr := s.FloatingIP
-	if addr == "" {
-		addr = fmt.Sprintf("172.24.4.%d", 100+len(n.FIPs))
-	}
 	for _, f := range n.FIPs {
 		if s.PortID != "" && f.PortID == s.PortID {
 			return nil, openstack.NewError("fake floatingip create", openstack.KindConflict, 409, "FloatingIPPortAlreadyAssociated")
 		}
+	}
+	addr, err := n.floatingAddressLocked(s)
+	if err != nil {
+		return nil, err
 	}
 	x := &openstack.FloatingIP{ID: n.id("fip"), FloatingIP: addr, FloatingNetworkID: s.FloatingNetworkID, PortID: s.PortID,
 		Description: s.Description, CreatedAt: n.Now()}
@@ -649,6 +687,9 @@ func (n *Neutron) UpdateFloatingIPPort(_ context.Context, id, portID string) (*o
 	if !ok {
 		return nil, notFound("floatingip")
 	}
+	if err := n.associateLocked(x, portID); err != nil {
+		return nil, err
+	}
 	x.PortID = portID
 	c := *x
 	return &c, nil
@@ -661,10 +702,13 @@ func (n *Neutron) DeleteFloatingIP(_ context.Context, id string) error {
 	if err := n.enter("DeleteFloatingIP", true); err != nil {
 		return err
 	}
-	if _, ok := n.FIPs[id]; !ok {
+	x, ok := n.FIPs[id]
+	if !ok {
 		return notFound("floatingip")
 	}
 	delete(n.FIPs, id)
+	n.ix.untag(openstack.ResourceFloatingIPs, id, x.Tags)
+	n.releaseFloatingLocked(x)
 	return nil
 }
 
@@ -679,7 +723,14 @@ func (n *Neutron) ReplaceTags(_ context.Context, r openstack.Resource, id string
 	if t == nil {
 		return notFound(string(r))
 	}
+	var port *openstack.Port // reindexed by its new tags
+	if r == openstack.ResourcePorts {
+		port = n.Ports[id]
+	}
+	n.ix.unfield(port)
+	n.ix.retag(r, id, *t, tags)
 	*t = slices.Clone(tags)
+	n.ix.field(port)
 	return nil
 }
 
@@ -749,6 +800,7 @@ func (n *Neutron) CreateSecurityGroup(_ context.Context, s openstack.SecurityGro
 			break
 		}
 		x.Rules = append(x.Rules, openstack.SecurityGroupRule{ID: n.id("rule"), SecurityGroupID: x.ID, Direction: "egress", EtherType: et})
+		n.ix.rule(x.Rules[len(x.Rules)-1])
 	}
 	n.SGs[x.ID] = x
 	c := *x
@@ -778,15 +830,18 @@ func (n *Neutron) DeleteSecurityGroup(_ context.Context, id string) error {
 	if err := n.enter("DeleteSecurityGroup", true); err != nil {
 		return err
 	}
-	if _, ok := n.SGs[id]; !ok {
+	g, ok := n.SGs[id]
+	if !ok {
 		return notFound("security group")
 	}
-	for _, p := range n.Ports {
-		if slices.Contains(p.SecurityGroups, id) {
-			return openstack.NewError("fake security group delete", openstack.KindConflict, 409, "SecurityGroupInUse")
-		}
+	if n.groupInUseLocked(id) {
+		return openstack.NewError("fake security group delete", openstack.KindConflict, 409, "SecurityGroupInUse: Security Group "+id+" in use.")
 	}
 	delete(n.SGs, id)
+	n.ix.untag(openstack.ResourceSecurityGroups, id, g.Tags)
+	for _, r := range g.Rules {
+		n.ix.forgetRule(r.ID)
+	}
 	return nil
 }
 
@@ -809,6 +864,7 @@ func (n *Neutron) CreateSecurityGroupRule(_ context.Context, r openstack.Securit
 	}
 	r.ID = n.id("rule")
 	g.Rules = append(g.Rules, r)
+	n.ix.rule(r)
 	return &r, nil
 }
 
@@ -840,6 +896,7 @@ func (n *Neutron) CreateSecurityGroupRules(_ context.Context, rs []openstack.Sec
 	for _, r := range rs {
 		r.ID = n.id("rule")
 		n.SGs[r.SecurityGroupID].Rules = append(n.SGs[r.SecurityGroupID].Rules, r)
+		n.ix.rule(r)
 		out = append(out, r)
 	}
 	return out, nil
@@ -852,10 +909,11 @@ func (n *Neutron) DeleteSecurityGroupRule(_ context.Context, id string) error {
 	if err := n.enter("DeleteSecurityGroupRule", true); err != nil {
 		return err
 	}
-	for _, g := range n.SGs {
+	for _, g := range n.groupsOfRuleLocked(id) {
 		for i, x := range g.Rules {
 			if x.ID == id {
 				g.Rules = slices.Delete(g.Rules, i, i+1)
+				n.ix.forgetRule(id)
 				return nil
 			}
 		}

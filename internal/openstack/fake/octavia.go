@@ -33,6 +33,10 @@ type Octavia struct {
 	// MonitorsFail makes the provider fail every health monitor it accepts: the monitor is created, and
 	// goes to ERROR (the OVN provider without a network:distributed port on a member's network).
 	MonitorsFail bool
+	// UUIDs makes new IDs UUID-shaped, as Octavia's are (see Neutron.UUIDs).
+	UUIDs bool
+	// ix is nil until Index.
+	ix *octIndex
 }
 
 // lbState is a load balancer with its children and its pending change.
@@ -158,7 +162,7 @@ func (o *Octavia) enter(method string, write bool) error {
 
 func (o *Octavia) id(prefix string) string {
 	o.seq++
-	return fmt.Sprintf("%s-%04d-0000-0000-0000-000000000000", prefix, o.seq)
+	return newID(o.UUIDs, prefix, o.seq)
 }
 
 func octaviaNotFound(method, what, id string) error {
@@ -182,6 +186,7 @@ func (o *Octavia) read(s *lbState) bool {
 func (o *Octavia) settle(s *lbState) bool {
 	if s.lb.ProvisioningStatus == "PENDING_DELETE" {
 		delete(o.lbs, s.lb.ID)
+		o.ix.removeLB(s)
 		return false
 	}
 	s.lb.ProvisioningStatus, s.lb.OperatingStatus = "ACTIVE", "ONLINE"
@@ -195,6 +200,7 @@ func (o *Octavia) settle(s *lbState) bool {
 			s.members[p.ID][i].ProvisioningStatus = "ACTIVE"
 		}
 	}
+	o.ix.recount(s)
 	return true
 }
 
@@ -205,6 +211,7 @@ func (o *Octavia) change(s *lbState, status string) {
 		s.lb.UpdatedAt = openstack.Time{Time: o.Now()}
 	}
 	s.reads = o.PendingReads
+	o.ix.recount(s)
 	if o.PendingReads == 0 {
 		o.settle(s)
 	}
@@ -292,6 +299,7 @@ func (o *Octavia) CreateLoadBalancer(_ context.Context, spec openstack.LoadBalan
 		}
 	}
 	o.lbs[s.lb.ID] = s
+	o.ix.addLB(s)
 	o.change(s, "CREATE")
 	lb := copyLB(s.lb)
 	return &lb, nil
@@ -419,6 +427,7 @@ func (o *Octavia) CreateListener(_ context.Context, spec openstack.ListenerSpec)
 	l := &openstack.Listener{ID: o.id("listener"), Name: spec.Name, Protocol: spec.Protocol, ProtocolPort: spec.ProtocolPort,
 		ProvisioningStatus: "PENDING_CREATE", Tags: slices.Clone(spec.Tags)}
 	s.listeners = append(s.listeners, l)
+	o.ix.own(l.ID, s.lb.ID)
 	o.change(s, "UPDATE")
 	c := copyListener(*l)
 	return &c, nil
@@ -440,6 +449,7 @@ func (o *Octavia) DeleteListener(_ context.Context, id string) error {
 		return err
 	}
 	s.listeners = slices.Delete(s.listeners, i, i+1)
+	o.ix.disown(id)
 	for _, p := range s.pools {
 		if p.ListenerID == id {
 			p.ListenerID, p.Listeners = "", nil
@@ -489,6 +499,7 @@ func (o *Octavia) CreatePool(_ context.Context, spec openstack.PoolSpec) (*opens
 	}
 	p := o.newPool(spec, l)
 	s.pools = append(s.pools, p)
+	o.ix.own(p.ID, s.lb.ID)
 	o.change(s, "UPDATE")
 	c := copyPool(*p)
 	return &c, nil
@@ -505,6 +516,7 @@ func (o *Octavia) DeletePool(_ context.Context, id string) error {
 	if _, err := o.writable("DeletePool", s.lb.ID); err != nil {
 		return err
 	}
+	o.ix.disown(id, s.pools[i].MonitorID)
 	s.pools = slices.Delete(s.pools, i, i+1)
 	delete(s.members, id)
 	delete(s.monitors, id)
@@ -583,6 +595,7 @@ func (o *Octavia) CreateMonitor(_ context.Context, spec openstack.MonitorSpec) e
 		return StatusError(opOf[method], http.StatusBadRequest, msg)
 	}
 	p.MonitorID = o.id("healthmonitor")
+	o.ix.own(p.MonitorID, s.lb.ID)
 	status := "ACTIVE"
 	if o.MonitorsFail {
 		status = "ERROR"
@@ -600,21 +613,18 @@ func (o *Octavia) DeleteMonitor(_ context.Context, id string) error {
 	if err := o.enter(method, true); err != nil {
 		return err
 	}
-	for _, s := range o.lbs {
-		for _, p := range s.pools {
-			if p.MonitorID != id {
-				continue
-			}
-			if _, err := o.writable(method, s.lb.ID); err != nil {
-				return err
-			}
-			p.MonitorID = ""
-			delete(s.monitors, p.ID)
-			o.change(s, "UPDATE")
-			return nil
-		}
+	s, p := o.findMonitor(id)
+	if s == nil {
+		return octaviaNotFound(method, "Health Monitor", id)
 	}
-	return octaviaNotFound(method, "Health Monitor", id)
+	if _, err := o.writable(method, s.lb.ID); err != nil {
+		return err
+	}
+	p.MonitorID = ""
+	delete(s.monitors, p.ID)
+	o.ix.disown(id)
+	o.change(s, "UPDATE")
+	return nil
 }
 
 // invalidMember refuses, as Octavia does, a member without an address or with a port out of range.
@@ -718,7 +728,7 @@ func (o *Octavia) ReplaceMembers(_ context.Context, poolID string, members []ope
 }
 
 func (o *Octavia) findListener(id string) (*lbState, int) {
-	for _, s := range o.lbs {
+	for _, s := range o.holdersOf(id) {
 		for i, l := range s.listeners {
 			if l.ID == id {
 				return s, i
@@ -742,7 +752,7 @@ func (o *Octavia) enterPool(method, id string, write bool) (*lbState, int, error
 }
 
 func (o *Octavia) findPool(id string) (*lbState, int) {
-	for _, s := range o.lbs {
+	for _, s := range o.holdersOf(id) {
 		for i, p := range s.pools {
 			if p.ID == id {
 				return s, i
@@ -754,6 +764,14 @@ func (o *Octavia) findPool(id string) (*lbState, int) {
 
 func (o *Octavia) sorted() []*lbState {
 	out := make([]*lbState, 0, len(o.lbs))
+	if o.ix != nil {
+		for _, id := range o.ix.lbs.after("") {
+			if s, ok := o.lbs[id]; ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
 	for _, s := range o.lbs {
 		out = append(out, s)
 	}
@@ -767,20 +785,25 @@ func (o *Octavia) LoadBalancers() []LoadBalancerState {
 	defer o.mu.Unlock()
 	var out []LoadBalancerState
 	for _, s := range o.sorted() {
-		st := LoadBalancerState{LoadBalancer: copyLB(s.lb), Members: map[string][]openstack.Member{}, Monitors: map[string]openstack.MonitorStatus{}}
-		for _, l := range s.listeners {
-			st.Listeners = append(st.Listeners, copyListener(*l))
-		}
-		for _, p := range s.pools {
-			st.Pools = append(st.Pools, copyPool(*p))
-			st.Members[p.ID] = slices.Clone(s.members[p.ID])
-			if hm, ok := s.monitors[p.ID]; ok {
-				st.Monitors[p.ID] = hm
-			}
-		}
-		out = append(out, st)
+		out = append(out, s.state())
 	}
 	return out
+}
+
+// state is a copy of the load balancer and everything under it.
+func (s *lbState) state() LoadBalancerState {
+	st := LoadBalancerState{LoadBalancer: copyLB(s.lb), Members: map[string][]openstack.Member{}, Monitors: map[string]openstack.MonitorStatus{}}
+	for _, l := range s.listeners {
+		st.Listeners = append(st.Listeners, copyListener(*l))
+	}
+	for _, p := range s.pools {
+		st.Pools = append(st.Pools, copyPool(*p))
+		st.Members[p.ID] = slices.Clone(s.members[p.ID])
+		if hm, ok := s.monitors[p.ID]; ok {
+			st.Monitors[p.ID] = hm
+		}
+	}
+	return st
 }
 
 // Settle completes every pending change at once, as if Octavia had finished its work.

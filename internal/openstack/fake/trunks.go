@@ -16,8 +16,15 @@ func conflict(msg string) error {
 func (n *Neutron) AddTrunk(parentPortID string) *openstack.Trunk {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.addTrunkLocked(parentPortID)
+}
+
+func (n *Neutron) addTrunkLocked(parentPortID string) *openstack.Trunk {
 	n.seq++
 	t := &openstack.Trunk{ID: fmt.Sprintf("trunk-%d", n.seq), PortID: parentPortID, Status: "ACTIVE"}
+	if n.UUIDs {
+		t.ID = newID(true, "trunk", n.seq)
+	}
 	if n.Trunks == nil {
 		n.Trunks = map[string]*openstack.Trunk{}
 	}
@@ -27,6 +34,9 @@ func (n *Neutron) AddTrunk(parentPortID string) *openstack.Trunk {
 
 // subportOf returns the trunk that carries the port, nil when none does. Caller holds n.mu.
 func (n *Neutron) subportOf(portID string) *openstack.Trunk {
+	if n.ix != nil {
+		return n.Trunks[n.ix.carrier[portID]]
+	}
 	for _, t := range n.Trunks {
 		for _, s := range t.Subports {
 			if s.PortID == portID {
@@ -122,7 +132,10 @@ func (n *Neutron) AddSubports(_ context.Context, trunkID string, subs []openstac
 	}
 	for _, s := range subs {
 		t.Subports = append(t.Subports, s)
-		n.Ports[s.PortID].DeviceOwner = openstack.SubportOwner
+		n.setOwnerLocked(n.Ports[s.PortID], openstack.SubportOwner)
+		if n.ix != nil {
+			n.ix.carrier[s.PortID] = t.ID
+		}
 	}
 	return nil
 }
@@ -147,8 +160,64 @@ func (n *Neutron) RemoveSubports(_ context.Context, trunkID string, portIDs []st
 	t.Subports = slices.DeleteFunc(t.Subports, func(s openstack.Subport) bool { return slices.Contains(portIDs, s.PortID) })
 	for _, id := range portIDs {
 		if p, ok := n.Ports[id]; ok {
-			p.DeviceOwner = ""
+			n.setOwnerLocked(p, "")
+		}
+		if n.ix != nil {
+			delete(n.ix.carrier, id)
 		}
 	}
+	return nil
+}
+
+// CreateTrunk makes a trunk whose parent is the port, as Neutron's trunk create does: the port must exist
+// (404) and be neither another trunk's parent nor a subport (409).
+func (n *Neutron) CreateTrunk(_ context.Context, parentPortID string) (*openstack.Trunk, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("CreateTrunk", true); err != nil {
+		return nil, err
+	}
+	if err := n.trunkParentLocked(parentPortID); err != nil {
+		return nil, err
+	}
+	c := *n.addTrunkLocked(parentPortID)
+	return &c, nil
+}
+
+func (n *Neutron) trunkParentLocked(portID string) error {
+	if _, ok := n.Ports[portID]; !ok {
+		return notFound("port")
+	}
+	for _, t := range n.Trunks {
+		if t.PortID == portID {
+			return conflict("Port " + portID + " is currently in use and is not eligible for use as a parent port.")
+		}
+	}
+	if n.subportOf(portID) != nil {
+		return conflict("Port " + portID + " is currently a subport")
+	}
+	return nil
+}
+
+// DeleteTrunk deletes a trunk; its subports are ports again (device_owner emptied).
+func (n *Neutron) DeleteTrunk(_ context.Context, id string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("DeleteTrunk", true); err != nil {
+		return err
+	}
+	t, ok := n.Trunks[id]
+	if !ok {
+		return notFound("trunk")
+	}
+	for _, s := range t.Subports {
+		if p, ok := n.Ports[s.PortID]; ok {
+			n.setOwnerLocked(p, "")
+		}
+		if n.ix != nil {
+			delete(n.ix.carrier, s.PortID)
+		}
+	}
+	delete(n.Trunks, id)
 	return nil
 }
