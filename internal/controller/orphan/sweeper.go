@@ -106,25 +106,7 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		"networks", len(s.Neutron.X.Networks()), "tagsOnPortCreate", s.Neutron.C.Caps.TagsOnPortCreate)
 	// Then every port, before the gate opens: the reconcilers release and delete by the index, and one that
 	// found nothing there for a finished pod would let its port out of sight.
-	err = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		if _, err := s.Neutron.AdoptMarked(ctx); err != nil {
-			log.Error(err, "Tagging ports that lost their tags; will retry")
-			return false, nil
-		}
-		snap, err := neutron.List(ctx, s.Neutron.N, s.Neutron.C)
-		if err != nil {
-			log.Error(err, "Loading the cluster's Neutron ports; will retry")
-			return false, nil
-		}
-		// Pool ports claimed in memory only, whose tags the last run never wrote, are their pods' by the
-		// pods' annotations: they must not go back to the pool.
-		if snap.Annotated, err = s.annotatedPorts(ctx); err != nil {
-			log.Error(err, "Reading the pods' port annotations; will retry")
-			return false, nil
-		}
-		s.Neutron.X.Replace(s.Options.ClusterID, snap)
-		return true, nil
-	})
+	err = wait.ExponentialBackoffWithContext(ctx, backoff, s.loadPorts)
 	if err != nil {
 		return nil
 	}
@@ -154,6 +136,34 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		first = false
 	}, s.Options.ResyncPeriod.Duration)
 	return nil
+}
+
+// loadPorts lists every port of the cluster into the index, and the Services' floating IPs; false (and a log
+// line) when Neutron failed, to be tried again.
+func (s *Sweeper) loadPorts(ctx context.Context) (bool, error) {
+	log := klog.FromContext(ctx)
+	if _, err := s.Neutron.AdoptMarked(ctx); err != nil {
+		log.Error(err, "Tagging ports that lost their tags; will retry")
+		return false, nil
+	}
+	snap, err := neutron.List(ctx, s.Neutron.N, s.Neutron.C)
+	if err != nil {
+		log.Error(err, "Loading the cluster's Neutron ports; will retry")
+		return false, nil
+	}
+	// Pool ports claimed in memory only, whose tags the last run never wrote, are their pods' by the
+	// pods' annotations: they must not go back to the pool.
+	if snap.Annotated, err = s.annotatedPorts(ctx); err != nil {
+		log.Error(err, "Reading the pods' port annotations; will retry")
+		return false, nil
+	}
+	s.Neutron.X.Replace(s.Options.ClusterID, snap)
+	// Which Services hold floating IPs, so that the many that want none cost no request each.
+	if err := s.Neutron.LoadFloatingIPs(ctx); err != nil {
+		log.Error(err, "Listing the Services' floating IPs; will retry")
+		return false, nil
+	}
+	return true, nil
 }
 
 // Resync refreshes the index from Neutron (unless reload is false), repairs and sweeps.
