@@ -86,6 +86,19 @@ bench-provider: ## The OVN provider alone, without Raven: a member change timed 
 	@mkdir -p $(BIN) bench/results/provider
 	$(call bench_run,TestBenchmarkProvider,bench-provider)
 
+.PHONY: bench-calibrate
+# Neutron and Octavia alone, no pod: a stack it starts itself has no node side.
+bench-calibrate: export STACK_CNI ?= 0
+bench-calibrate: ## Neutron's and Octavia's per-call latency (p50, p99) and concurrency, without Raven, through Raven's OpenStack clients: the scale simulator's model (bench/results/scale/model.json, calibration.{json,md}).
+	@mkdir -p $(BIN) bench/results/scale
+	$(call bench_run,TestBenchmarkCalibrate,bench-calibrate)
+
+.PHONY: bench-scale
+# Its own kube-apiserver and etcd, and OpenStack simulated with the calibrated model: no stack is needed.
+bench-scale: ## Scale benchmark: a real kube-apiserver + etcd, Neutron and Octavia simulated (hack/openstack-sim) with bench/results/scale/model.json; at 1k, 10k, 50k pods: cold start, failover, churn beside its floor, calls per resync, Raven's CPU and RSS, idle pool ports (bench/results/scale/latest.{json,md}); SCALE_ARGS passes flags (-scale.sizes=1000,10000,50000).
+	@mkdir -p $(BIN) bench/results/scale
+	$(GO) test -tags bench -count=1 -timeout $(BENCH_TIMEOUT) -v -run '^TestBenchmarkScale$$' ./test/scale/ -args $(SCALE_ARGS) 2>&1 | tee $(BIN)/bench-scale.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:' ; exit $${PIPESTATUS[0]}
+
 .PHONY: bench-netpol
 bench-netpol: export STACK_CNI ?= 1
 bench-netpol: ## NetworkPolicy benchmark (STACK_CNI=1): rule by hand → enforced (the floor) beside policy created/deleted and pod labelled → enforced; Neutron rules of a policy at 10, 100, 200, 300 pods (bench/results/netpol/).
