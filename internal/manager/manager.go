@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -36,6 +37,7 @@ import (
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/octavia"
 	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // Run connects to both APIs and runs Raven until ctx ends.
@@ -166,7 +168,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		return nil, err
 	}
 	sweeper := &orphan.Sweeper{
-		Client: mgr.GetClient(), Neutron: nm, Options: o, WithServices: o.Controllers.Services, Gate: gate, Metrics: m,
+		Client: mgr.GetClient(), Neutron: nm, Options: o, WithServices: o.Controllers.Services, Gate: gate, PodGate: controller.NewGate(), Metrics: m,
 		PodRepairs: podRepairs, NamespaceRepairs: nsRepairs,
 		CacheSynced: mgr.GetCache().WaitForCacheSync, APIReader: mgr.GetAPIReader(), Backends: backends,
 	}
@@ -190,7 +192,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		if err != nil {
 			return nil, err
 		}
-		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: gate, Recorder: recorder, Metrics: m,
+		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: sweeper.PodGate, Recorder: recorder, Metrics: m,
 			Grace: o.OrphanGracePeriod.Duration, Scope: scope, Policies: policies, Backends: backends, Nested: nested}
 		if err := r.SetupWithManager(mgr, o.Workers, podRepairs); err != nil {
 			return nil, err
@@ -360,11 +362,17 @@ func slimPod(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	m := p.ObjectMeta
 	slim := &corev1.Pod{
-		TypeMeta:   p.TypeMeta,
-		ObjectMeta: p.ObjectMeta,
-		Spec:       corev1.PodSpec{HostNetwork: p.Spec.HostNetwork, NodeName: p.Spec.NodeName},
-		Status:     corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP},
+		TypeMeta: p.TypeMeta,
+		// Of the metadata, the identity, the labels (selectors), the finalizers and Raven's own annotations:
+		// the others (owner references, other tools' annotations, which can be large) are never read.
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+			Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+			DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds, Labels: m.Labels, Finalizers: m.Finalizers,
+			Annotations: ravenAnnotations(m.Annotations)},
+		Spec:   corev1.PodSpec{HostNetwork: p.Spec.HostNetwork, NodeName: p.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP},
 	}
 	// Container ports stay: NetworkPolicies name them.
 	for _, c := range p.Spec.Containers {
@@ -374,6 +382,23 @@ func slimPod(obj any) (any, error) {
 	}
 	slim.ManagedFields = nil
 	return slim, nil
+}
+
+// podAnnotations are the pod annotations Raven reads: its own.
+var podAnnotations = []string{annotations.PodPort, annotations.PodSubnet, annotations.PodPortCheck}
+
+// ravenAnnotations keeps Raven's annotations of all (nil when there is none).
+func ravenAnnotations(all map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range podAnnotations {
+		if v, ok := all[k]; ok {
+			if out == nil {
+				out = make(map[string]string, len(podAnnotations))
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // configuredProvider is the Octavia provider the configuration names, with its health monitors and delete order.

@@ -29,6 +29,8 @@ type Index struct {
 	nets map[string]*NamespaceNet
 	// ports by port ID, and port IDs by owner UID (pods) or by network (pool ports).
 	ports  map[string]openstack.Port
+	// byNet holds the IDs of ports by network, so that a namespace's ports are found without a scan of all.
+	byNet  map[string]map[string]struct{}
 	byUID  map[string][]string
 	byPool freePorts
 	// claims are pool ports handed to pods whose new owner Neutron does not show yet.
@@ -58,7 +60,7 @@ func (x *Index) clock() time.Time {
 // NewIndex returns an empty index.
 func NewIndex() *Index {
 	return &Index{
-		nets: map[string]*NamespaceNet{}, ports: map[string]openstack.Port{},
+		nets: map[string]*NamespaceNet{}, ports: map[string]openstack.Port{}, byNet: map[string]map[string]struct{}{},
 		byUID: map[string][]string{}, byPool: newFreePorts(),
 	}
 }
@@ -205,7 +207,7 @@ func (x *Index) replacePortsLocked(cluster string, s *Snapshot) {
 	defer func() { x.annotated = nil }()
 	old, touched := x.ports, x.touched
 	newer := func(id string) bool { t, ok := touched[id]; return ok && t.After(s.Started) }
-	x.ports = map[string]openstack.Port{}
+	x.ports, x.byNet = map[string]openstack.Port{}, map[string]map[string]struct{}{}
 	x.byUID = map[string][]string{}
 	x.byPool = newFreePorts()
 	x.touched = map[string]time.Time{}
@@ -313,13 +315,41 @@ func (x *Index) OwnedBy(portID, uid string) bool {
 func (x *Index) PortsOn(networkID string) []openstack.Port {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	var out []openstack.Port
-	for _, p := range x.ports {
-		if p.NetworkID == networkID {
-			out = append(out, p)
-		}
+	out := make([]openstack.Port, 0, len(x.byNet[networkID]))
+	for id := range x.byNet[networkID] {
+		out = append(out, x.ports[id])
 	}
 	return out
+}
+
+func (x *Index) setPortLocked(p openstack.Port) {
+	if old, ok := x.ports[p.ID]; ok && old.NetworkID != p.NetworkID {
+		x.unlinkLocked(old)
+	}
+	x.ports[p.ID] = p
+	if x.byNet == nil {
+		x.byNet = map[string]map[string]struct{}{}
+	}
+	if x.byNet[p.NetworkID] == nil {
+		x.byNet[p.NetworkID] = map[string]struct{}{}
+	}
+	x.byNet[p.NetworkID][p.ID] = struct{}{}
+}
+
+func (x *Index) deletePortLocked(id string) {
+	if p, ok := x.ports[id]; ok {
+		x.unlinkLocked(p)
+	}
+	delete(x.ports, id)
+}
+
+func (x *Index) unlinkLocked(p openstack.Port) {
+	if ids := x.byNet[p.NetworkID]; ids != nil {
+		delete(ids, p.ID)
+		if len(ids) == 0 {
+			delete(x.byNet, p.NetworkID)
+		}
+	}
 }
 
 // PortsOfKind returns every port whose owner is of the given kind.
@@ -379,10 +409,10 @@ func (x *Index) putLocked(cluster string, p openstack.Port) {
 	o, _ = ownership.Parse(p.Tags)
 	switch {
 	case (o.Kind == ownership.KindPod || o.Kind == ownership.KindService) && o.UID != "":
-		x.ports[p.ID] = p
+		x.setPortLocked(p)
 		x.byUID[o.UID] = append(x.byUID[o.UID], p.ID)
 	case o.Kind == ownership.KindPool:
-		x.ports[p.ID] = p
+		x.setPortLocked(p)
 		x.byPool.add(poolKeyOf(p), p.ID)
 	}
 }
@@ -454,7 +484,7 @@ func (x *Index) dropLocked(id string) {
 	if !ok {
 		return
 	}
-	delete(x.ports, id)
+	x.deletePortLocked(id)
 	if o, _ := ownership.Parse(p.Tags); o.UID != "" {
 		x.byUID[o.UID] = slices.DeleteFunc(x.byUID[o.UID], func(s string) bool { return s == id })
 		if len(x.byUID[o.UID]) == 0 {
@@ -545,7 +575,7 @@ func (x *Index) claimLocked(id string, owner ownership.Owner, name string) opens
 	x.claims[id] = c
 	p = applyClaim(p, c)
 	x.touch(id)
-	x.ports[id] = p
+	x.setPortLocked(p)
 	x.byUID[owner.UID] = append(x.byUID[owner.UID], id)
 	return p
 }
@@ -560,7 +590,7 @@ func (x *Index) Unclaim(portID string) {
 	}
 	delete(x.claims, portID)
 	x.dropLocked(portID)
-	x.ports[portID] = c.free
+	x.setPortLocked(c.free)
 	x.byPool.add(poolKeyOf(c.free), portID)
 	x.touch(portID)
 }

@@ -35,13 +35,14 @@ func (h *heldListing) ListPorts(ctx context.Context, f openstack.Filter) ([]open
 }
 
 // A reconciler behind the gate releases and deletes by the index: it must not run before the index holds
-// every port, or a finished pod's port is not found and its annotation goes without it.
+// every port, or a finished pod's port is not found and its annotation goes without it. The pod reconciler's
+// gate opens before: it serves new pods while the ports are listed, and checks PortsLoaded before a release.
 func TestTheGateOpensOnlyOnceThePortsAreListed(t *testing.T) {
 	c := newCloud(t)
 	held := &heldListing{Networking: c.n, listing: make(chan struct{}), release: make(chan struct{})}
 	c.m.N = held
 	s, _, _ := c.sweeper(namespaceObj(), podObj("live", "live-uid"))
-	s.Gate = controller.NewGate()
+	s.Gate, s.PodGate = controller.NewGate(), controller.NewGate()
 	s.Options.ResyncPeriod = config.Duration{Duration: time.Hour}
 	s.Options.Neutron = config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16", PodSubnetPrefixLength: 24}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -55,6 +56,9 @@ func TestTheGateOpensOnlyOnceThePortsAreListed(t *testing.T) {
 		<-done
 	}()
 	<-held.listing
+	if !s.PodGate.IsOpen() {
+		t.Error("the pods' gate is closed while the ports are being listed: a new leader would serve no new pod until they are")
+	}
 	if s.Gate.IsOpen() {
 		t.Error("the gate is open while the ports are being listed")
 	}

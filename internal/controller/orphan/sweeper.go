@@ -32,8 +32,13 @@ type Sweeper struct {
 	Options config.Options
 	// WithServices asks for the service network.
 	WithServices bool
-	Gate         *controller.Gate
-	Metrics      *metrics.Metrics
+	// Gate opens once every port is listed; PodGate (when set) as soon as the namespace networks are: the pod
+	// reconciler serves new pods while the ports are listed (a pod that announces a port, and every release,
+	// waits for the listing; see neutron.ErrNotLoaded), so that a new leader writes within seconds of taking
+	// the lease, whatever the number of ports.
+	Gate    *controller.Gate
+	PodGate *controller.Gate
+	Metrics *metrics.Metrics
 	// PodRepairs and NamespaceRepairs take objects whose OpenStack side must be rebuilt.
 	PodRepairs       chan<- event.GenericEvent
 	NamespaceRepairs chan<- event.GenericEvent
@@ -104,8 +109,12 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	}
 	log.Info("Cluster's Neutron objects ready", "router", s.Neutron.C.RouterID, "subnetPool", s.Neutron.C.SubnetPoolID,
 		"networks", len(s.Neutron.X.Networks()), "tagsOnPortCreate", s.Neutron.C.Caps.TagsOnPortCreate)
-	// Then every port, before the gate opens: the reconcilers release and delete by the index, and one that
-	// found nothing there for a finished pod would let its port out of sight.
+	if s.PodGate != nil {
+		s.PodGate.Open()
+	}
+	// Then every port, before the gate opens: the namespace, Service and NetworkPolicy reconcilers delete by the
+	// index, and one that found nothing there would let a port out of sight. The pod reconciler checks for
+	// itself (neutron.Index.PortsLoaded).
 	err = wait.ExponentialBackoffWithContext(ctx, backoff, s.loadPorts)
 	if err != nil {
 		return nil
