@@ -28,7 +28,7 @@ type Index struct {
 	// nets by namespace UID.
 	nets map[string]*NamespaceNet
 	// ports by port ID, and port IDs by owner UID (pods) or by network (pool ports).
-	ports  map[string]openstack.Port
+	ports map[string]openstack.Port
 	// byNet holds the IDs of ports by network, so that a namespace's ports are found without a scan of all.
 	byNet  map[string]map[string]struct{}
 	byUID  map[string][]string
