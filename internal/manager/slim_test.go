@@ -27,15 +27,17 @@ func TestSlimPodKeepsWhatRavenReads(t *testing.T) {
 		ok   func(*corev1.Pod) bool
 	}{
 		{"identity", func(s *corev1.Pod) bool {
-			return s.Name == "p" && s.Namespace == "ns" && s.UID == "u" && s.ResourceVersion == "7" && s.DeletionTimestamp != nil
+			return s.Name == "p" && s.Namespace == "ns" && s.UID == "u" && s.ResourceVersion == "7"
 		}},
+		{"deletion", func(s *corev1.Pod) bool { return s.DeletionTimestamp != nil }},
 		{"labels and finalizers", func(s *corev1.Pod) bool { return s.Labels["app"] == "web" && len(s.Finalizers) == 1 }},
 		{"Raven's annotations, and no other", func(s *corev1.Pod) bool {
 			return len(s.Annotations) == 3 && s.Annotations[annotations.PodPortCheck] == "id"
 		}},
 		{"no owner references or managed fields", func(s *corev1.Pod) bool { return s.OwnerReferences == nil && s.ManagedFields == nil }},
-		{"node, phase, address", func(s *corev1.Pod) bool {
-			return s.Spec.NodeName == "n" && s.Status.Phase == corev1.PodRunning && s.Status.PodIP == "10.0.0.1" && s.Status.Conditions == nil
+		{"node", func(s *corev1.Pod) bool { return s.Spec.NodeName == "n" }},
+		{"phase and address, no conditions", func(s *corev1.Pod) bool {
+			return s.Status.Phase == corev1.PodRunning && s.Status.PodIP == "10.0.0.1" && s.Status.Conditions == nil
 		}},
 		{"the containers that name ports, with their ports only", func(s *corev1.Pod) bool {
 			return len(s.Spec.Containers) == 1 && s.Spec.Containers[0].Image == "" && s.Spec.Containers[0].Ports[0].Name == "http"
