@@ -27,6 +27,9 @@ type Index struct {
 	mu sync.RWMutex
 	// nets by namespace UID.
 	nets map[string]*NamespaceNet
+	// subnets finds the namespace subnet holding an address (built from nets when nil: every change of nets
+	// drops it).
+	subnets *subnetTable
 	// ports by port ID, and port IDs by owner UID (pods) or by network (pool ports).
 	ports map[string]openstack.Port
 	// byNet holds the IDs of ports by network, so that a namespace's ports are found without a scan of all.
@@ -141,7 +144,7 @@ func (x *Index) PortsLoaded() bool {
 // listing began: a network created while a resync was listing stays, one deleted meanwhile stays gone.
 func (x *Index) replaceNetsLocked(nets map[string]*NamespaceNet, started time.Time) {
 	old, touched := x.nets, x.netTouched
-	x.nets = nets
+	x.nets, x.subnets = nets, nil
 	x.netTouched = map[string]time.Time{}
 	for uid, t := range touched {
 		if !t.After(started) {
@@ -149,9 +152,10 @@ func (x *Index) replaceNetsLocked(nets map[string]*NamespaceNet, started time.Ti
 		}
 		x.netTouched[uid] = t
 		if cur, ok := old[uid]; ok {
-			x.nets[uid] = cur
+			x.nets[uid], x.subnets = cur, nil
 		} else {
 			delete(x.nets, uid)
+			x.subnets = nil
 		}
 	}
 }
@@ -273,7 +277,7 @@ func (x *Index) Networks() []NamespaceNet {
 func (x *Index) SetNetwork(nn NamespaceNet) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.nets[nn.NamespaceUID] = &nn
+	x.nets[nn.NamespaceUID], x.subnets = &nn, nil
 	x.touchNet(nn.NamespaceUID)
 }
 
@@ -282,6 +286,7 @@ func (x *Index) DropNetwork(nsUID string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.nets, nsUID)
+	x.subnets = nil
 	x.touchNet(nsUID)
 }
 

@@ -447,21 +447,7 @@ func (r *Reconciler) stale(svc *corev1.Service, lb *openstack.LoadBalancer, vip 
 }
 
 // subnetFor finds the namespace subnet that holds a pod address.
-func (r *Reconciler) subnetFor(ip string) string {
-	addr, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ""
-	}
-	for _, nn := range r.Neutron.X.Networks() {
-		if nn.Subnet == nil {
-			continue
-		}
-		if p, err := netip.ParsePrefix(nn.Subnet.CIDR); err == nil && p.Contains(addr) {
-			return nn.Subnet.ID
-		}
-	}
-	return ""
-}
+func (r *Reconciler) subnetFor(ip string) string { return r.Neutron.X.SubnetHolding(ip) }
 
 func (r *Reconciler) warn(svc *corev1.Service, reason, what string, err error) {
 	klog.Background().WithValues("service", klog.KObj(svc)).Info("Warning", "reason", reason, "what", what, "err", err.Error())
