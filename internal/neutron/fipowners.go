@@ -65,7 +65,10 @@ func (f *fipOwners) set(uid string, holds bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.uids == nil {
-		f.uids, f.touched = map[string]bool{}, map[string]time.Time{}
+		f.uids = map[string]bool{}
+	}
+	if f.touched == nil {
+		f.touched = map[string]time.Time{}
 	}
 	f.uids[uid] = holds
 	f.touched[uid] = time.Now()

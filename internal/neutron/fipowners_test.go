@@ -91,3 +91,24 @@ func mustNamespace(t *testing.T, m *Manager) *NamespaceNet {
 	}
 	return nn
 }
+
+// A Raven that listed the floating IPs before it made its first one (the order of every start) records it.
+func TestAFloatingIPMadeAfterTheStartUpListingIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m := setup(t, n)
+	vip, _, err := m.EnsurePort(ctx, PodRef{UID: "vip-holder", Namespace: "ns", Name: "vip"}, mustNamespace(t, m), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.LoadFloatingIPs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	owner := ownership.Owner{Cluster: m.C.ID, Kind: ownership.KindService, UID: "svc", Name: "ns/svc"}
+	if _, change, err := m.EnsureFloatingIP(ctx, owner, true, "", vip.ID); err != nil || !change.Created {
+		t.Fatalf("Created %v, %v; want a floating IP made", change.Created, err)
+	}
+	if _, change, err := m.EnsureFloatingIP(ctx, owner, false, "", ""); err != nil || len(change.Released) != 1 {
+		t.Fatalf("released %v, %v; want the floating IP released once no longer wanted", change.Released, err)
+	}
+}
