@@ -29,8 +29,6 @@ type Manager struct {
 	// deleting holds the ports being deleted, so that workers cleaning up after many pods deleted at once
 	// do not send the same DELETE several times.
 	deleting sync.Map
-	// fips knows which Services hold floating IPs.
-	fips fipOwners
 }
 
 // ErrPortsRemain says a namespace cannot be torn down yet: pod ports are still on its network.

@@ -22,9 +22,6 @@ type FloatingIPChange struct {
 // port is moved.
 func (m *Manager) EnsureFloatingIP(ctx context.Context, owner ownership.Owner, want bool, addr, portID string) (*openstack.FloatingIP, FloatingIPChange, error) {
 	var change FloatingIPChange
-	if !want && m.fips.holdsNone(owner.UID) {
-		return nil, change, nil
-	}
 	fips, err := m.N.ListFloatingIPs(ctx, openstack.Filter{Tags: owner.Tags()[:3]})
 	if err != nil {
 		return nil, change, err
@@ -43,14 +40,11 @@ func (m *Manager) EnsureFloatingIP(ctx context.Context, owner ownership.Owner, w
 	}
 	switch {
 	case !want:
-		m.fips.set(owner.UID, false)
 		return nil, change, nil
 	case keep == nil:
 		if m.C.ExternalNetworkID == "" {
 			return nil, change, ErrNoExternalNetwork
 		}
-		// Marked before the request: a floating IP whose create answered with an error may exist all the same.
-		m.fips.set(owner.UID, true)
 		f, err := m.CreateFloatingIP(ctx, openstack.FloatingIPSpec{FloatingNetworkID: m.C.ExternalNetworkID, FloatingIP: addr, PortID: portID}, owner.Tags())
 		change.Created = err == nil
 		return f, change, err

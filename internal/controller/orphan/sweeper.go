@@ -147,8 +147,8 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	return nil
 }
 
-// loadPorts lists every port of the cluster into the index, and the Services' floating IPs; false (and a log
-// line) when Neutron failed, to be tried again.
+// loadPorts lists every port of the cluster into the index; false (and a log line) when Neutron failed, to be
+// tried again.
 func (s *Sweeper) loadPorts(ctx context.Context) (bool, error) {
 	log := klog.FromContext(ctx)
 	if _, err := s.Neutron.AdoptMarked(ctx); err != nil {
@@ -167,11 +167,6 @@ func (s *Sweeper) loadPorts(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	s.Neutron.X.Replace(s.Options.ClusterID, snap)
-	// Which Services hold floating IPs, so that the many that want none cost no request each.
-	if err := s.Neutron.LoadFloatingIPs(ctx); err != nil {
-		log.Error(err, "Listing the Services' floating IPs; will retry")
-		return false, nil
-	}
 	return true, nil
 }
 

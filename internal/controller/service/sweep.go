@@ -33,12 +33,10 @@ func Sweep(c client.Reader, nm *neutron.Manager, lbc openstack.LoadBalancing, pr
 		if err != nil {
 			return err
 		}
-		listed := time.Now()
 		fips, err := nm.N.ListFloatingIPs(ctx, openstack.Filter{Tags: ownership.Selector(nm.C.ID, ownership.KindService)})
 		if err != nil {
 			return err
 		}
-		nm.NoteFloatingIPs(fips, listed)
 		seen, hasLB := owners(lbs, fips, nm.X.PortsOfKind(ownership.KindService))
 		live := map[string]bool{}
 		for i := range svcs.Items {
