@@ -152,10 +152,9 @@ func (x *Index) replaceNetsLocked(nets map[string]*NamespaceNet, started time.Ti
 		}
 		x.netTouched[uid] = t
 		if cur, ok := old[uid]; ok {
-			x.nets[uid], x.subnets = cur, nil
+			x.nets[uid] = cur
 		} else {
 			delete(x.nets, uid)
-			x.subnets = nil
 		}
 	}
 }
