@@ -257,7 +257,7 @@ func nestedPhase(t *testing.T, w *annotationWatch, b budget, put func(string, fl
 	}
 	w.wait(t, []string{ns + "/prober"}, w.ready, 2*time.Minute)
 	if warm {
-		waitTrunkPool(t, vm, ns, *benchNodePods, 5*time.Minute)
+		waitTrunkPool(t, r, vm, ns, *benchNodePods, 5*time.Minute)
 		waitRavenQuiet(t, r, b, *benchNodePods+50, 0)
 	}
 	names := make([]string, *benchNodePods)

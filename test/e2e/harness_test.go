@@ -586,6 +586,15 @@ func fatalf(t testing.TB, format string, args ...any) {
 	t.Fatal(msg)
 }
 
+// errorf fails t as t.Errorf does, and keeps the message for the failure dump: a test that goes on after an
+// error may log much more before it ends.
+func errorf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	failures.LoadOrStore(t.Name(), msg)
+	t.Error(msg)
+}
+
 // dumpKubernetes logs the namespace's pods, Services and events.
 func dumpKubernetes(ctx context.Context, t *testing.T, ns string) {
 	if pods, err := env.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {

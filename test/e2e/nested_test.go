@@ -139,7 +139,7 @@ func nbPort(t *testing.T, id string) (parent, tag string) {
 	out, err := exec.Command("ovn-nbctl", "--db="+env.vars["STACK_OVN_NB_TCP"], "--timeout=10", "--bare", "--columns=parent_name,tag",
 		"find", "Logical_Switch_Port", "name="+id).Output()
 	if err != nil {
-		t.Fatalf("ovn-nbctl: %v", err)
+		fatalf(t, "ovn-nbctl: %v", err)
 	}
 	f := strings.Fields(string(out))
 	if len(f) < 2 {
@@ -179,7 +179,7 @@ func TestNestedPodsAreTrunkSubports(t *testing.T) {
 	vlans := checkSubports(t, vm, ports)
 	slices.Sort(vlans)
 	if len(slices.Compact(slices.Clone(vlans))) != n {
-		t.Errorf("VLANs %v: two pods share one", vlans)
+		errorf(t, "VLANs %v: two pods share one", vlans)
 	}
 	t.Logf("%d pods on nested node %s: subports of trunk %s on VLANs %v, each a logical switch port with parent %s", n, vm.name, vm.trunk, vlans, vm.port)
 
@@ -189,7 +189,7 @@ func TestNestedPodsAreTrunkSubports(t *testing.T) {
 	}
 	waitPortGone(t, gone, "the deleted nested pod's port to be gone")
 	if _, on := vm.subports(t)[gone]; on {
-		t.Errorf("port %s is gone from Neutron but still on trunk %s", gone, vm.trunk)
+		errorf(t, "port %s is gone from Neutron but still on trunk %s", gone, vm.trunk)
 	}
 }
 
@@ -219,13 +219,13 @@ func checkSubports(t *testing.T, vm vmNode, ports map[string]annotations.Port) [
 	vlans := []int{}
 	for name, a := range ports {
 		if a.HostID != "" || a.Nested.Node != vm.name || a.Nested.TrunkID != vm.trunk || a.Nested.ParentPortID != vm.port {
-			t.Errorf("pod %s: port %s host %q nested %+v, want an unbound subport of trunk %s of %s", name, a.ID, a.HostID, *a.Nested, vm.trunk, vm.name)
+			errorf(t, "pod %s: port %s host %q nested %+v, want an unbound subport of trunk %s of %s", name, a.ID, a.HostID, *a.Nested, vm.trunk, vm.name)
 		}
 		if subs[a.ID] != a.Nested.VLAN {
-			t.Errorf("pod %s: Neutron's trunk has port %s on VLAN %d, the annotation says %d", name, a.ID, subs[a.ID], a.Nested.VLAN)
+			errorf(t, "pod %s: Neutron's trunk has port %s on VLAN %d, the annotation says %d", name, a.ID, subs[a.ID], a.Nested.VLAN)
 		}
 		if parent, tag := nbPort(t, a.ID); parent != vm.port || tag != fmt.Sprint(a.Nested.VLAN) {
-			t.Errorf("pod %s: OVN's logical switch port has parent %q and tag %q, want %s and %d", name, parent, tag, vm.port, a.Nested.VLAN)
+			errorf(t, "pod %s: OVN's logical switch port has parent %q and tag %q, want %s and %d", name, parent, tag, vm.port, a.Nested.VLAN)
 		}
 		vlans = append(vlans, a.Nested.VLAN)
 	}
@@ -267,7 +267,7 @@ func TestNestedKillDuringBurst(t *testing.T) {
 	vlans := checkSubports(t, vm, ports)
 	slices.Sort(vlans)
 	if len(slices.Compact(slices.Clone(vlans))) != n {
-		t.Errorf("VLANs %v: two pods share one", vlans)
+		errorf(t, "VLANs %v: two pods share one", vlans)
 	}
 	checkOnePortPerPod(t, ns)
 	mine := map[string]bool{}
@@ -283,7 +283,7 @@ func TestNestedKillDuringBurst(t *testing.T) {
 		case trunkPoolPort(p.Port, vm):
 			pooled++ // a free port of the node's trunk pool
 		default:
-			t.Errorf("trunk %s carries port %s on VLAN %d (tags %v), which is neither a pod's nor the trunk pool's", vm.trunk, port, vlan, p.Port.Tags)
+			errorf(t, "trunk %s carries port %s on VLAN %d (tags %v), which is neither a pod's nor the trunk pool's", vm.trunk, port, vlan, p.Port.Tags)
 		}
 	}
 	t.Logf("Raven killed during a burst of %d pods on nested node %s: each has one subport, on VLANs %v; %d free ports of the trunk pool",
@@ -317,7 +317,7 @@ func TestNestedPodsTalk(t *testing.T) {
 	if env.vars["STACK_VM_NAME"] == "" {
 		t.Skip("the stack has no nested node (STACK_NESTED=1)")
 	}
-	startRaven(t, ravenOpts{config: writeConfig(t, fmt.Sprintf("nested: {workerSubnetID: %s, nodeSelector: raven.io/nested=true}\n", env.vars["STACK_VM_SUBNET"]))})
+	r := startRaven(t, ravenOpts{config: writeConfig(t, fmt.Sprintf("nested: {workerSubnetID: %s, nodeSelector: raven.io/nested=true}\n", env.vars["STACK_VM_SUBNET"]))})
 	t.Cleanup(func() { startRaven(t, ravenOpts{}) })
 	ns := newNamespace(t)
 	for _, name := range []string{"a", "b"} {
@@ -331,7 +331,7 @@ func TestNestedPodsTalk(t *testing.T) {
 		waitPodReady(t, ns, name, 3*time.Minute)
 		_, ports[name] = portAnnotation(t, ns, name)
 		if ports[name] == nil || ports[name].Nested == nil {
-			t.Fatalf("nested pod %s is Ready without a nested port annotation: %+v", name, ports[name])
+			fatalf(t, "nested pod %s is Ready without a nested port annotation: %+v", name, ports[name])
 		}
 	}
 	addr := func(name string) string { return net.JoinHostPort(ports[name].FixedIPs[0].IPAddress, "80") }
@@ -343,7 +343,7 @@ func TestNestedPodsTalk(t *testing.T) {
 		ports["a"].Nested.VLAN, ports["b"].Nested.VLAN, env.vars["STACK_VM_NAME"], env.vars["STACK_NODE_NAME"])
 
 	// The first pods' takes started the VM's trunk pool: ports attached to the trunk before any pod asks.
-	nestedPoolPods(t, ns, ports, addr)
+	nestedPoolPods(t, r, ns, ports, addr)
 	nestedOutside(t, ns, "a", ports["a"], "d", ports["d"])
 	if env.vars["STACK_VM2_NAME"] != "" {
 		nestedSecondVM(t, ns, ports, addr)
@@ -352,10 +352,10 @@ func TestNestedPodsTalk(t *testing.T) {
 
 // nestedPoolPods creates pods d and e on the stack's first VM once its trunk pool holds ports, checks that they
 // take ports the trunk carried before they were created, and that they talk to each other, to a and to c.
-func nestedPoolPods(t *testing.T, ns string, ports map[string]*annotations.Port, addr func(string) string) {
+func nestedPoolPods(t *testing.T, r *Raven, ns string, ports map[string]*annotations.Port, addr func(string) string) {
 	t.Helper()
 	vm := stackVM()
-	pooled := waitTrunkPool(t, vm, ns, 5, time.Minute)
+	pooled := waitTrunkPool(t, r, vm, ns, 5, time.Minute)
 	for _, name := range []string{"d", "e"} {
 		if _, err := env.kube.CoreV1().Pods(ns).Create(context.Background(), nestedPod(name), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -365,7 +365,7 @@ func nestedPoolPods(t *testing.T, ns string, ports map[string]*annotations.Port,
 		waitPodReady(t, ns, name, 3*time.Minute)
 		_, ports[name] = portAnnotation(t, ns, name)
 		if vlan, ok := pooled[ports[name].ID]; !ok || vlan != ports[name].Nested.VLAN {
-			t.Errorf("pod %s has port %s on VLAN %d; want one of the trunk pool's, attached before the pod was created (%v)",
+			errorf(t, "pod %s has port %s on VLAN %d; want one of the trunk pool's, attached before the pod was created (%v)",
 				name, ports[name].ID, ports[name].Nested.VLAN, pooled)
 		}
 	}
@@ -388,7 +388,7 @@ func nestedSecondVM(t *testing.T, ns string, ports map[string]*annotations.Port,
 	waitPodReady(t, ns, "f", 3*time.Minute)
 	_, ports["f"] = portAnnotation(t, ns, "f")
 	if n := ports["f"].Nested; n == nil || n.Node != env.vars["STACK_VM2_NAME"] || n.TrunkID != env.vars["STACK_VM2_TRUNK"] {
-		t.Fatalf("pod f's port is not a subport of %s's trunk %s: %+v", env.vars["STACK_VM2_NAME"], env.vars["STACK_VM2_TRUNK"], ports["f"].Nested)
+		fatalf(t, "pod f's port is not a subport of %s's trunk %s: %+v", env.vars["STACK_VM2_NAME"], env.vars["STACK_VM2_TRUNK"], ports["f"].Nested)
 	}
 	for _, c := range []struct{ from, to string }{{"f", "a"}, {"a", "f"}, {"f", "c"}} {
 		expectAnswer(t, podNetns(ns, c.from), "tcp", addr(c.to), c.to)
@@ -411,16 +411,16 @@ func nestedOutside(t *testing.T, ns, from string, fromPort *annotations.Port, to
 		got, err := retryExchange(podNetns(ns, from), proto, net.JoinHostPort(gw, "8080"))
 		if err != nil {
 			dumpOutsidePath(t)
-			t.Fatalf("%s nested pod %s → outside: %v", proto, from, err)
+			fatalf(t, "%s nested pod %s → outside: %v", proto, from, err)
 		}
 		if !strings.HasPrefix(got, "outside ") || strings.TrimPrefix(got, "outside ") == fromPort.FixedIPs[0].IPAddress {
-			t.Fatalf("%s nested pod %s → outside answered %q: want an answer seen from the router's address, not the pod's", proto, from, got)
+			fatalf(t, "%s nested pod %s → outside answered %q: want an answer seen from the router's address, not the pod's", proto, from, got)
 		}
 	}
 	ctx := context.Background()
 	ext, err := env.os.Networking.ListNetworks(ctx, openstack.Filter{Name: "public"})
 	if err != nil || len(ext) != 1 {
-		t.Fatalf("external network: %v (%d found)", err, len(ext))
+		fatalf(t, "external network: %v (%d found)", err, len(ext))
 	}
 	fip, err := env.os.Networking.CreateFloatingIP(ctx, openstack.FloatingIPSpec{FloatingNetworkID: ext[0].ID, PortID: toPort.ID})
 	if err != nil {
@@ -440,9 +440,10 @@ func stackVM() vmNode {
 }
 
 // waitTrunkPool waits until the VM's trunk carries at least n free ports of Raven's trunk pool for the
-// namespace (tagged raven.kind=pool and raven.node=<the VM's node>, on the namespace's network) and returns them
-// with their VLANs.
-func waitTrunkPool(t *testing.T, vm vmNode, ns string, n int, timeout time.Duration) map[string]int {
+// namespace (tagged raven.kind=pool and raven.node=<the VM's node>, on the namespace's network), and r refills
+// no pool, and returns them with their VLANs. A refill runs in batches: while one is under way, a port its next
+// batch attaches would be free before a pod is created and missing from what this returns.
+func waitTrunkPool(t *testing.T, r *Raven, vm vmNode, ns string, n int, timeout time.Duration) map[string]int {
 	t.Helper()
 	network := namespaceNetwork(t, ns)
 	pooled := map[string]int{}
@@ -457,7 +458,7 @@ func waitTrunkPool(t *testing.T, vm vmNode, ns string, n int, timeout time.Durat
 				pooled[id] = vlan
 			}
 		}
-		return len(pooled) >= n, nil
+		return len(pooled) >= n && r.metric(t, "raven_port_pool_refills_in_progress", nil) == 0, nil
 	})
 	return pooled
 }
@@ -511,7 +512,7 @@ func TestNestedPodsBehindServicesAndPolicies(t *testing.T) {
 	})
 	for _, p := range paths {
 		if !closedFor(other, p, "web", 5*time.Second) {
-			t.Errorf("the other client still reaches the nested pod through %s", p.what)
+			errorf(t, "the other client still reaches the nested pod through %s", p.what)
 		}
 		openWithin(t, allowed, p, "web", 30*time.Second)
 	}
