@@ -44,6 +44,8 @@ type Options struct {
 
 	MetricsAddr string `json:"metricsAddr"`
 	HealthAddr  string `json:"healthAddr"`
+	// PprofAddr serves Go's /debug/pprof profiles there; empty (the default) serves none.
+	PprofAddr string `json:"pprofAddr"`
 
 	LeaderElection LeaderElection `json:"leaderElection"`
 }

@@ -86,6 +86,7 @@ func newManager(restCfg *rest.Config, o config.Options, log klog.Logger) (ctrl.M
 		Logger:                  log,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.HealthAddr,
+		PprofBindAddress:        o.PprofAddr,
 		GracefulShutdownTimeout: ptr(4 * time.Second),
 		Cache: cache.Options{
 			// Raven never reads managedFields; dropping them keeps the caches small.

@@ -36,6 +36,8 @@ type Index struct {
 	byNet  map[string]map[string]struct{}
 	byUID  map[string][]string
 	byPool freePorts
+	// sh holds one copy of the values ports repeat (nil: made on first use).
+	sh *shared
 	// claims are pool ports handed to pods whose new owner Neutron does not show yet.
 	claims map[string]claimed
 	// annotated is the snapshot's pod annotations while a listing is applied.
@@ -211,7 +213,7 @@ func (x *Index) replacePortsLocked(cluster string, s *Snapshot) {
 	old, touched := x.ports, x.touched
 	newer := func(id string) bool { t, ok := touched[id]; return ok && t.After(s.Started) }
 	x.ports, x.byNet = map[string]openstack.Port{}, map[string]map[string]struct{}{}
-	x.byUID = map[string][]string{}
+	x.byUID, x.sh = map[string][]string{}, newShared()
 	x.byPool = newFreePorts()
 	x.touched = map[string]time.Time{}
 	listed := map[string]bool{}
@@ -330,6 +332,10 @@ func (x *Index) setPortLocked(p openstack.Port) {
 	if old, ok := x.ports[p.ID]; ok && old.NetworkID != p.NetworkID {
 		x.unlinkLocked(old)
 	}
+	if x.sh == nil {
+		x.sh = newShared()
+	}
+	p = x.sh.port(p)
 	x.ports[p.ID] = p
 	if x.byNet == nil {
 		x.byNet = map[string]map[string]struct{}{}

@@ -111,19 +111,19 @@ func getJSON(t testing.TB, url string, v any) {
 // raven is one replica of the Raven controller, run from its binary with a configuration of the benchmark's.
 type raven struct {
 	*proc
-	metrics, health string
-	started         time.Time
+	metrics, health, pprof string
+	started                time.Time
 }
 
 func startRaven(t testing.TB, bin, dir, name, config string) *raven {
 	t.Helper()
-	metrics, health := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	metrics, health, pprof := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg := filepath.Join(dir, name+".yaml")
-	full := config + fmt.Sprintf("metricsAddr: %s\nhealthAddr: %s\n", metrics, health)
+	full := config + fmt.Sprintf("metricsAddr: %s\nhealthAddr: %s\npprofAddr: %s\n", metrics, health, pprof)
 	if err := os.WriteFile(cfg, []byte(full), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &raven{metrics: metrics, health: health, started: time.Now()}
+	r := &raven{metrics: metrics, health: health, pprof: pprof, started: time.Now()}
 	r.proc = startProc(t, dir, name, bin, "--config", cfg)
 	t.Cleanup(func() { r.stop(syscall.SIGTERM, 10*time.Second) })
 	waitHTTP(t, r.proc, "http://"+health+"/healthz", http.DefaultClient, nil, time.Minute)
@@ -159,6 +159,23 @@ func (r *raven) metric(t testing.TB, name string, labels ...string) float64 {
 		}
 	}
 	return sum
+}
+
+// saveHeapProfile writes the replica's heap profile (go tool pprof reads it) to path.
+func (r *raven) saveHeapProfile(t testing.TB, path string) {
+	t.Helper()
+	resp, err := http.Get("http://" + r.pprof + "/debug/pprof/heap")
+	if err != nil {
+		t.Fatalf("%s heap profile: %v", r.name, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // usage is a process's CPU time (user + system) and its resident memory.
