@@ -182,7 +182,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		}
 	}
 	if o.Controllers.Pods {
-		if err := pod.IndexFields(ctx, mgr); err != nil {
+		if err := pod.WatchPods(ctx, mgr); err != nil {
 			return nil, err
 		}
 		policies, err := addPolicyController(mgr, o, nm, gate, recorder)
@@ -200,7 +200,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		}
 	} else {
 		// The sweep still needs the pod cache to know which ports are orphans.
-		if err := pod.IndexFields(ctx, mgr); err != nil {
+		if err := pod.WatchPods(ctx, mgr); err != nil {
 			return nil, err
 		}
 	}

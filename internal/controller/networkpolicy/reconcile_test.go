@@ -52,8 +52,7 @@ func newWorld(t *testing.T, objs ...client.Object) *world {
 		t.Fatal(err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", UID: "ns-uid"}}
-	c := crfake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(append(objs, ns)...).
-		WithIndex(&corev1.Pod{}, pod.UIDField, func(o client.Object) []string { return []string{string(o.GetUID())} }).Build()
+	c := crfake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(append(objs, ns)...).Build()
 	gate := controller.NewGate()
 	gate.Open()
 	rec := events.NewFakeRecorder(100)

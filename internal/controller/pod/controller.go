@@ -18,11 +18,11 @@ import (
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
-// IndexFields registers the cache indexes the reconciler uses.
-func IndexFields(ctx context.Context, mgr manager.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, UIDField, func(o client.Object) []string {
-		return []string{string(o.GetUID())}
-	})
+// WatchPods starts the cache of pods, which the reconciler and the sweep read, with no index beyond the
+// cache's own by namespace.
+func WatchPods(ctx context.Context, mgr manager.Manager) error {
+	_, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	return err
 }
 
 // SetupWithManager watches pods, the namespaces they live in (a namespace's network annotation

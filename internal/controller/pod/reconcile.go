@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,9 +32,6 @@ type Groups interface {
 
 // errGroupsPending: a group the pod's policies need is still being made; the pod waits for it.
 var errGroupsPending = errors.New("waiting for the security groups of the pod's NetworkPolicies")
-
-// UIDField is the cache index that finds a pod by UID.
-const UIDField = "metadata.uid"
 
 // Reconciler gives pods their ports.
 type Reconciler struct {
@@ -371,7 +369,7 @@ func (r *Reconciler) releaseGone(ctx context.Context, namespace string) (held bo
 		if o.Kind != ownership.KindPod || !r.Neutron.X.Written(p.ID) && time.Since(later(p.CreatedAt, p.UpdatedAt)) < r.Grace {
 			continue // not this process's, and young: the sweep decides after the grace period
 		}
-		live, err := r.podExists(ctx, o.UID)
+		live, err := r.podExists(ctx, o)
 		if err != nil || live {
 			errs = append(errs, err)
 			continue
@@ -402,7 +400,7 @@ func (r *Reconciler) releaseNamesake(ctx context.Context, pod *corev1.Pod, nn *n
 		if o.Kind != ownership.KindPod || o.Name != name || o.UID == string(pod.UID) {
 			continue
 		}
-		if live, err := r.podExists(ctx, o.UID); err != nil || live {
+		if live, err := r.podExists(ctx, o); err != nil || live {
 			errs = append(errs, err)
 			continue
 		}
@@ -422,12 +420,30 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-func (r *Reconciler) podExists(ctx context.Context, uid string) (bool, error) {
+// podExists says the cache holds the pod of a port's owner. The owner's name finds it without an index by UID (an
+// index entry per pod cost about 1 KiB each); the UID decides. When the name finds no pod of that UID (a name the
+// tag cut short, or a tag that lies), the owner's namespace is read whole before the pod is called gone.
+func (r *Reconciler) podExists(ctx context.Context, o ownership.Owner) (bool, error) {
+	namespace, name, ok := strings.Cut(o.Name, "/")
+	if ok && name != "" {
+		var pod corev1.Pod
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &pod)
+		switch {
+		case err == nil && string(pod.UID) == o.UID:
+			return true, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return false, err
+		}
+	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, ctrl.MatchingFields{UIDField: uid}); err != nil {
+	var opts []ctrl.ListOption
+	if ok {
+		opts = append(opts, ctrl.InNamespace(namespace))
+	}
+	if err := r.Client.List(ctx, &pods, opts...); err != nil {
 		return false, err
 	}
-	return len(pods.Items) > 0, nil
+	return slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return string(p.UID) == o.UID }), nil
 }
 
 // networkPatience is how long a pod waits quietly for its namespace's network.

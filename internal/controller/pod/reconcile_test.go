@@ -49,8 +49,7 @@ func newWorld(t *testing.T, objs ...client.Object) *world {
 		t.Fatal(err)
 	}
 	m.X.Replace("c1", snap)
-	c := crfake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(append(objs, ns)...).
-		WithIndex(&corev1.Pod{}, UIDField, func(o client.Object) []string { return []string{string(o.GetUID())} }).Build()
+	c := crfake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(append(objs, ns)...).Build()
 	gate := controller.NewGate()
 	gate.Open()
 	rec := events.NewFakeRecorder(10)
@@ -259,5 +258,29 @@ func TestWithPerNodePoolsAPodWaitsForItsNode(t *testing.T) {
 	a := w.annotation(t, "p")
 	if a == nil || len(w.ports("uid-p")) != 1 || w.ports("uid-p")[0].HostID != "node-a" {
 		t.Fatalf("the scheduled pod has annotation %+v and ports %+v; want one port bound to node-a", a, w.ports("uid-p"))
+	}
+}
+
+func TestPodExistsFindsTheOwnerByNameAndTrustsOnlyItsUID(t *testing.T) {
+	w := newWorld(t, pod("a", "uid-a"), pod("b", "uid-b"))
+	for _, c := range []struct {
+		what  string
+		owner ownership.Owner
+		want  bool
+	}{
+		{"the pod of that name and UID", ownership.Owner{Name: "ns/a", UID: "uid-a"}, true},
+		{"an earlier pod of the same name", ownership.Owner{Name: "ns/a", UID: "uid-old"}, false},
+		{"a name the tag cut short", ownership.Owner{Name: "ns/" + strings.Repeat("x", 10), UID: "uid-b"}, true},
+		{"a name that is another pod's", ownership.Owner{Name: "ns/a", UID: "uid-b"}, true},
+		{"a pod that is gone", ownership.Owner{Name: "ns/c", UID: "uid-c"}, false},
+		{"an owner without a namespace", ownership.Owner{Name: "b", UID: "uid-b"}, true},
+		{"a tag naming another namespace: only that one is read", ownership.Owner{Name: "other/a", UID: "uid-a"}, false},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			got, err := w.r.podExists(context.Background(), c.owner)
+			if err != nil || got != c.want {
+				t.Errorf("podExists(%+v) = %v, %v; want %v", c.owner, got, err, c.want)
+			}
+		})
 	}
 }
