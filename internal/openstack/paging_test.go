@@ -16,6 +16,9 @@ func pagedPorts(t *testing.T, n int, limits *[]string) *httptest.Server {
 	t.Helper()
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		if q.Get("marker") == "" && (q.Get("network_id") != "n" || q.Get("tags") != "a,b") {
+			t.Errorf("the first page's query %q lost the filter", r.URL.RawQuery)
+		}
 		*limits = append(*limits, q.Get("limit"))
 		limit, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || limit <= 0 {
@@ -57,7 +60,7 @@ func TestListsComeInPages(t *testing.T) {
 			defer srv.Close()
 			c := &gophercloud.ServiceClient{ProviderClient: &gophercloud.ProviderClient{HTTPClient: *srv.Client()},
 				Endpoint: srv.URL + "/", ResourceBase: srv.URL + "/v2.0/"}
-			got, err := NewNetworking(c).ListPorts(t.Context(), Filter{NetworkID: "n"})
+			got, err := NewNetworking(c).ListPorts(t.Context(), Filter{NetworkID: "n", Tags: []string{"a", "b"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,5 +83,18 @@ func TestListsComeInPages(t *testing.T) {
 				t.Fatalf("%d requests, want at least %d pages", len(limits), tc.pages)
 			}
 		})
+	}
+}
+
+func TestAPageThatIsNotJSONFailsTheList(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ports": [{"id": 1}]}`))
+	}))
+	defer srv.Close()
+	c := &gophercloud.ServiceClient{ProviderClient: &gophercloud.ProviderClient{HTTPClient: *srv.Client()},
+		Endpoint: srv.URL + "/", ResourceBase: srv.URL + "/v2.0/"}
+	if got, err := NewNetworking(c).ListPorts(t.Context(), Filter{}); err == nil {
+		t.Fatalf("a port whose id is a number was listed: %+v", got)
 	}
 }

@@ -276,18 +276,20 @@ func (b *bench) steadyPhase(ctx context.Context, t *testing.T, to shape, r map[s
 	profile := filepath.Join(b.dir, fmt.Sprintf("heap-%d.pprof", to.pods))
 	leader.saveHeapProfile(t, profile)
 	su := standby.usage(t)
+	standbyHeap := standby.metric(t, "go_memstats_heap_inuse_bytes") / (1 << 20)
 	steady := map[string]any{
 		"period_s": period.Seconds(), "calls": st.Totals.Calls, "writes": st.Totals.Writes, "list_calls": st.Totals.ListCalls,
 		"list_pages": st.Totals.ListPages, "by_op": opCalls(st),
 		"calls_per_namespace": float64(st.Totals.Calls) / float64(to.namespaces),
 		"leader_rss_mib":      u.RSSMiB, "leader_heap_inuse_mib": heap, "standby_rss_mib": su.RSSMiB,
-		"leader_heap_profile": profile,
-		"rss_kib_per_pod":     u.RSSMiB * 1024 / float64(to.pods),
-		"rss_kib_per_object":  u.RSSMiB * 1024 / float64(to.objects()),
-		"free_pool_ports":     b.s.stats(t).object("free_pool_ports"),
-		"neutron_ports":       st.object("ports"),
-		"budget":              *budgetFlag,
-		"budget_starved":      leader.metric(t, "raven_port_pool_budget_starved_total"),
+		"standby_heap_inuse_mib": standbyHeap,
+		"leader_heap_profile":    profile,
+		"rss_kib_per_pod":        u.RSSMiB * 1024 / float64(to.pods),
+		"rss_kib_per_object":     u.RSSMiB * 1024 / float64(to.objects()),
+		"free_pool_ports":        b.s.stats(t).object("free_pool_ports"),
+		"neutron_ports":          st.object("ports"),
+		"budget":                 *budgetFlag,
+		"budget_starved":         leader.metric(t, "raven_port_pool_budget_starved_total"),
 	}
 	r["steady"] = steady
 	logf(t, "steady: %d calls in one resync (%d list calls, %d pages, %d writes); leader RSS %.0f MiB (%.1f KiB per pod), standby %.0f MiB; %v free pool ports",
