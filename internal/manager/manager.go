@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -172,6 +173,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		Client: mgr.GetClient(), Neutron: nm, Options: o, WithServices: o.Controllers.Services, Gate: gate, PodGate: controller.NewGate(), Metrics: m,
 		PodRepairs: podRepairs, NamespaceRepairs: nsRepairs,
 		CacheSynced: mgr.GetCache().WaitForCacheSync, APIReader: mgr.GetAPIReader(), Backends: backends,
+		Pods: cachedPods(mgr.GetCache()),
 	}
 	if o.Controllers.Namespaces {
 		workers := min(o.Workers, 8)
@@ -383,6 +385,33 @@ func slimPod(obj any) (any, error) {
 	}
 	slim.ManagedFields = nil
 	return slim, nil
+}
+
+// cachedPods walks the pod informer's store: the cache's own objects, read only, without the list of copies a
+// client List makes. An informer without a store (none is known) falls back to a List without copies.
+func cachedPods(c cache.Cache) func(ctx context.Context, fn func(*corev1.Pod)) error {
+	return func(ctx context.Context, fn func(*corev1.Pod)) error {
+		inf, err := c.GetInformer(ctx, &corev1.Pod{})
+		if err != nil {
+			return err
+		}
+		if st, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
+			for _, o := range st.GetStore().List() {
+				if p, ok := o.(*corev1.Pod); ok {
+					fn(p)
+				}
+			}
+			return nil
+		}
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+			return err
+		}
+		for i := range pods.Items {
+			fn(&pods.Items[i])
+		}
+		return nil
+	}
 }
 
 // podAnnotations are the pod annotations Raven reads: its own.

@@ -2,6 +2,7 @@ package orphan
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -208,5 +209,42 @@ func TestOrphanSweepSendsRepairs(t *testing.T) {
 	}
 	if len(pods)+len(nss) != 0 {
 		t.Fatalf("%d more repairs, want none", len(pods)+len(nss))
+	}
+}
+
+// With Pods set, the sweep reads the pods there, the cache's own objects, and changes none of them: a repair
+// carries the pod's key, not the object.
+func TestOrphanSweepReadsPodsInPlace(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(t)
+	if err := c.n.DeletePort(ctx, c.ports["live-uid"]); err != nil {
+		t.Fatal(err)
+	}
+	live := podObj("live", "live-uid")
+	live.Annotations = map[string]string{"kuryr.org/neutron-port": `{"id":"` + c.ports["live-uid"] + `"}`}
+	before := live.DeepCopy()
+	s, pods, _ := c.sweeper(namespaceObj()) // the client holds no pod: only Pods can show it
+	walks := 0
+	s.Pods = func(_ context.Context, fn func(*corev1.Pod)) error {
+		walks++
+		fn(live)
+		return nil
+	}
+	if err := s.Resync(ctx, t0.Add(time.Second), true); err != nil {
+		t.Fatal(err)
+	}
+	if walks == 0 {
+		t.Fatal("the sweep did not read the pods through Pods")
+	}
+	select {
+	case ev := <-pods:
+		if ev.Object.GetName() != "live" || ev.Object == client.Object(live) {
+			t.Fatalf("repair %s (the cache's object: %v), want a key of live", ev.Object.GetName(), ev.Object == client.Object(live))
+		}
+	default:
+		t.Fatal("the pod whose port vanished was not sent back to its reconciler")
+	}
+	if !reflect.DeepEqual(live, before) {
+		t.Errorf("the sweep changed the cache's pod:\n got %+v\nwant %+v", live, before)
 	}
 }
