@@ -403,14 +403,7 @@ func cachedPods(c cache.Cache) func(ctx context.Context, fn func(*corev1.Pod)) e
 			}
 			return nil
 		}
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-			return err
-		}
-		for i := range pods.Items {
-			fn(&pods.Items[i])
-		}
-		return nil
+		return orphan.EachListedPod(ctx, c, fn)
 	}
 }
 

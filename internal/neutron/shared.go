@@ -67,12 +67,11 @@ func (s *shared) port(p openstack.Port) openstack.Port {
 		if g, ok := s.groups[key]; ok {
 			p.SecurityGroups = g
 		} else {
-			g := make([]string, len(p.SecurityGroups))
+			g := make([]string, len(p.SecurityGroups)) // its capacity is its length
 			for i, id := range p.SecurityGroups {
 				g[i] = s.str(id)
 			}
-			s.groups[key] = g[:len(g):len(g)]
-			p.SecurityGroups = s.groups[key]
+			s.groups[key], p.SecurityGroups = g, g
 		}
 	}
 	if len(p.VIFDetails) > 0 {

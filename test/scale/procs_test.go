@@ -133,15 +133,7 @@ func startRaven(t testing.TB, bin, dir, name, config string) *raven {
 // metric sums the samples of a metric whose label text contains every one of labels.
 func (r *raven) metric(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + r.metrics + "/metrics")
-	if err != nil {
-		t.Fatalf("%s metrics: %v", r.name, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := r.get(t, "http://"+r.metrics+"/metrics", "metrics")
 	sum := 0.0
 	for _, line := range strings.Split(string(body), "\n") {
 		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
@@ -164,18 +156,24 @@ func (r *raven) metric(t testing.TB, name string, labels ...string) float64 {
 // saveHeapProfile writes the replica's heap profile (go tool pprof reads it) to path.
 func (r *raven) saveHeapProfile(t testing.TB, path string) {
 	t.Helper()
-	resp, err := http.Get("http://" + r.pprof + "/debug/pprof/heap")
+	if err := os.WriteFile(path, r.get(t, "http://"+r.pprof+"/debug/pprof/heap", "heap profile"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// get reads what the replica serves at url (what names it in a failure).
+func (r *raven) get(t testing.TB, url, what string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
 	if err != nil {
-		t.Fatalf("%s heap profile: %v", r.name, err)
+		t.Fatalf("%s %s: %v", r.name, what, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s %s: %v", r.name, what, err)
 	}
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return body
 }
 
 // usage is a process's CPU time (user + system) and its resident memory.

@@ -64,8 +64,13 @@ func (s *Sweeper) eachPod(ctx context.Context, fn func(*corev1.Pod)) error {
 	if s.Pods != nil {
 		return s.Pods(ctx, fn)
 	}
+	return EachListedPod(ctx, s.Client, fn)
+}
+
+// EachListedPod calls fn with every pod c lists, without the deep copy a cached List makes: fn reads only.
+func EachListedPod(ctx context.Context, c client.Reader, fn func(*corev1.Pod)) error {
 	var pods corev1.PodList
-	if err := s.Client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	for i := range pods.Items {

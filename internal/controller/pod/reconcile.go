@@ -436,7 +436,7 @@ func (r *Reconciler) podExists(ctx context.Context, o ownership.Owner) (bool, er
 		}
 	}
 	var pods corev1.PodList
-	var opts []ctrl.ListOption
+	opts := []ctrl.ListOption{ctrl.UnsafeDisableDeepCopy} // read only
 	if ok {
 		opts = append(opts, ctrl.InNamespace(namespace))
 	}
