@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -38,7 +37,7 @@ import (
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/octavia"
 	"github.com/raven-net/raven/internal/openstack"
-	"github.com/raven-net/raven/pkg/annotations"
+	"github.com/raven-net/raven/internal/slim"
 )
 
 // Run connects to both APIs and runs Raven until ctx ends.
@@ -93,8 +92,8 @@ func newManager(restCfg *rest.Config, o config.Options, log klog.Logger) (ctrl.M
 			// Raven never reads managedFields; dropping them keeps the caches small.
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}:  {Transform: slimPod},
-				&corev1.Node{}: {Transform: slimNode},
+				&corev1.Pod{}:  {Transform: (&slim.Table{}).Pod},
+				&corev1.Node{}: {Transform: slim.Node},
 			},
 		},
 		LeaderElection:                o.LeaderElection.Enabled,
@@ -346,47 +345,6 @@ func nodeNames(r client.Reader) func(ctx context.Context) ([]string, error) {
 	}
 }
 
-// slimNode keeps only what Raven reads of a node: its identity and addresses (NetworkPolicy admits a pod's own
-// node), not its images or conditions.
-func slimNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	slim := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: n.ObjectMeta, Status: corev1.NodeStatus{Addresses: n.Status.Addresses}}
-	slim.ManagedFields = nil
-	return slim, nil
-}
-
-// slimPod keeps only what Raven reads of a pod (identity, annotations, labels, hostNetwork, node, phase),
-// so that a cluster of thousands of pods costs little memory.
-func slimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	m := p.ObjectMeta
-	slim := &corev1.Pod{
-		TypeMeta: p.TypeMeta,
-		// Of the metadata, the identity, the labels (selectors), the finalizers and Raven's own annotations:
-		// the others (owner references, other tools' annotations, which can be large) are never read.
-		ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-			Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
-			DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds, Labels: m.Labels, Finalizers: m.Finalizers,
-			Annotations: ravenAnnotations(m.Annotations)},
-		Spec:   corev1.PodSpec{HostNetwork: p.Spec.HostNetwork, NodeName: p.Spec.NodeName},
-		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP},
-	}
-	// Container ports stay: NetworkPolicies name them.
-	for _, c := range p.Spec.Containers {
-		if len(c.Ports) > 0 {
-			slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
-		}
-	}
-	slim.ManagedFields = nil
-	return slim, nil
-}
-
 // cachedPods walks the pod informer's store: the cache's own objects, read only, without the list of copies a
 // client List makes. An informer without a store (none is known) falls back to a List without copies.
 func cachedPods(c cache.Cache) func(ctx context.Context, fn func(*corev1.Pod)) error {
@@ -405,23 +363,6 @@ func cachedPods(c cache.Cache) func(ctx context.Context, fn func(*corev1.Pod)) e
 		}
 		return orphan.EachListedPod(ctx, c, fn)
 	}
-}
-
-// podAnnotations are the pod annotations Raven reads: its own.
-var podAnnotations = []string{annotations.PodPort, annotations.PodSubnet, annotations.PodPortCheck}
-
-// ravenAnnotations keeps Raven's annotations of all (nil when there is none).
-func ravenAnnotations(all map[string]string) map[string]string {
-	var out map[string]string
-	for _, k := range podAnnotations {
-		if v, ok := all[k]; ok {
-			if out == nil {
-				out = make(map[string]string, len(podAnnotations))
-			}
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // configuredProvider is the Octavia provider the configuration names, with its health monitors and delete order.

@@ -146,7 +146,7 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		p.Start(ctx, 4)
 		p.Offer(s.Neutron.X.Claims())
 	}
-	log.Info("Neutron view loaded; ready for new work", "networks", len(s.Neutron.X.Networks()), "ports", len(s.Neutron.X.PortsOfKind(ownership.KindPod)))
+	log.Info("Neutron view loaded; ready for new work", "networks", len(s.Neutron.X.Networks()), "ports", s.Neutron.X.CountOfKind(ownership.KindPod))
 	s.Gate.Open()
 	if s.Metrics != nil {
 		s.Metrics.Writing.Set(1)
@@ -222,21 +222,14 @@ func (s *Sweeper) old(since, now time.Time) bool {
 	return now.Sub(since) >= s.Options.OrphanGracePeriod.Duration
 }
 
-// later is the later of two times: a port's age counts from its creation or its last update (a pool port's
-// claim), as the pod reconciler's release of a deleted pod's ports does.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
+// sweepPods releases the ports of pods that are gone. A port's age counts from its creation or its last update
+// (a pool port's claim, neutron.Owned.Last), as the pod reconciler's release of a deleted pod's ports does.
 func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 	// The ports are read before the pods: a pod is in the cache before this process gives it a port, so every
 	// owner of a port read here that this process served is in the pod list below if it still exists. A port
 	// another leader gave (a pool port, or a recycled one, whose creation time says nothing of when it was
 	// taken) is aged from its last update, and its owner's absence is confirmed past the cache.
-	candidates := s.Neutron.X.PortsOfKind(ownership.KindPod)
+	candidates := s.Neutron.X.OwnedOfKind(ownership.KindPod)
 	live, held, err := s.repairPods(ctx)
 	if err != nil {
 		return err
@@ -249,20 +242,19 @@ func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, 4)
 	)
-	for _, port := range candidates {
-		o, _ := ownership.Parse(port.Tags)
-		if live[o.UID] || !s.old(later(port.CreatedAt, port.UpdatedAt), now) {
+	for _, c := range candidates {
+		if live[c.Owner.UID] || !s.old(c.Last, now) {
 			continue
 		}
-		if holder, ok := kept[o.UID]; ok {
+		if holder, ok := kept[c.Owner.UID]; ok {
 			klog.FromContext(ctx).V(1).Info("Kept a port whose owner is gone: a live pod's annotation names it",
-				"port", port.ID, "owner", o.Name, "podUID", o.UID, "holder", holder)
+				"port", c.ID, "owner", c.Owner.Name, "podUID", c.Owner.UID, "holder", holder)
 			continue
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := s.releaseOrphan(ctx, port, o); err != nil {
+			if err := s.releaseOrphan(ctx, c); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -273,17 +265,24 @@ func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 	return errors.Join(errs...)
 }
 
+// portID is what the resync reads of a pod's port annotation: decoding the whole port for each pod made
+// garbage of every other field.
+type portID struct {
+	ID string `json:"id"`
+}
+
 // repairPods sends back to their reconciler the pods whose ports are not as they should be, and returns the
 // UIDs of the pods that exist and the ports the annotations of those that need one name (with the pods' names).
-func (s *Sweeper) repairPods(ctx context.Context) (live map[string]bool, held map[string]string, _ error) {
-	live, held = map[string]bool{}, map[string]string{}
+// The keys and names are the cached pods' own strings.
+func (s *Sweeper) repairPods(ctx context.Context) (live map[string]bool, held map[string]types.NamespacedName, _ error) {
+	live, held = map[string]bool{}, map[string]types.NamespacedName{}
 	var repairs []client.Object
 	err := s.eachPod(ctx, func(p *corev1.Pod) {
 		live[string(p.UID)] = true
-		var ann annotations.Port
+		var ann portID
 		annotated, _ := annotations.Decode(p.Annotations, annotations.PodPort, &ann)
 		if annotated && ann.ID != "" && pod.NeedsPort(p) {
-			held[ann.ID] = p.Namespace + "/" + p.Name
+			held[ann.ID] = types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 		}
 		if needsRepair(p, annotated, ann.ID, s.Neutron.X.PortsOf(string(p.UID))) {
 			// The pod's key, not the cache's object.
@@ -313,30 +312,30 @@ func needsRepair(p *corev1.Pod, annotated bool, announced string, ports []neutro
 
 // heldOwners returns the owners of the ports that a live pod's annotation names, with that pod: their ports stay
 // whoever their tags say owns them.
-func heldOwners(ports []neutron.Port, held map[string]string) map[string]string {
-	out := map[string]string{}
+func heldOwners(ports []neutron.Owned, held map[string]types.NamespacedName) map[string]types.NamespacedName {
+	out := map[string]types.NamespacedName{}
 	for _, p := range ports {
 		if holder, ok := held[p.ID]; ok {
-			o, _ := ownership.Parse(p.Tags)
-			out[o.UID] = holder
+			out[p.Owner.UID] = holder
 		}
 	}
 	return out
 }
 
 // releaseOrphan releases the ports of the port's owner, once the API server confirms that the owner is gone.
-func (s *Sweeper) releaseOrphan(ctx context.Context, port neutron.Port, o ownership.Owner) error {
+func (s *Sweeper) releaseOrphan(ctx context.Context, c neutron.Owned) error {
 	log := klog.FromContext(ctx)
+	o := c.Owner
 	gone, err := s.ownerGone(ctx, o)
 	if err != nil {
 		return err
 	}
 	if !gone {
-		log.V(1).Info("Kept the port of a pod the cache does not show yet", "port", port.ID, "owner", o.Name, "podUID", o.UID)
+		log.V(1).Info("Kept the port of a pod the cache does not show yet", "port", c.ID, "owner", o.Name, "podUID", o.UID)
 		return nil
 	}
-	if s.member(port) {
-		log.V(2).Info("Kept the port of a gone pod while its address is a load balancer member", "port", port.ID, "owner", o.Name, "podUID", o.UID)
+	if port, ok := s.Neutron.X.Port(c.ID); ok && s.member(port) {
+		log.V(2).Info("Kept the port of a gone pod while its address is a load balancer member", "port", c.ID, "owner", o.Name, "podUID", o.UID)
 		return nil
 	}
 	n, err := s.Neutron.ReleasePorts(ctx, o.UID)
@@ -344,7 +343,7 @@ func (s *Sweeper) releaseOrphan(ctx context.Context, port neutron.Port, o owners
 		return err
 	}
 	if n > 0 { // 0: another worker had it in hand
-		log.Info("Released orphan port", "port", port.ID, "owner", o.Name, "podUID", o.UID)
+		log.Info("Released orphan port", "port", c.ID, "owner", o.Name, "podUID", o.UID)
 		s.swept("port")
 	}
 	return nil

@@ -1,7 +1,10 @@
-package manager
+package slim
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +46,7 @@ func TestSlimPodKeepsWhatRavenReads(t *testing.T) {
 			return len(s.Spec.Containers) == 1 && s.Spec.Containers[0].Image == "" && s.Spec.Containers[0].Ports[0].Name == "http"
 		}},
 	}
-	out, err := slimPod(pod)
+	out, err := (&Table{}).Pod(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,5 +58,62 @@ func TestSlimPodKeepsWhatRavenReads(t *testing.T) {
 	}
 	if pod.Annotations["kubectl.kubernetes.io/last-applied-configuration"] == "" {
 		t.Error("the informer's object was changed")
+	}
+}
+
+// TestPodsShareRepeatedValues checks that two pods of one ReplicaSet share their labels, named ports and
+// subnet annotation, and that pods that differ do not.
+func TestPodsShareRepeatedValues(t *testing.T) {
+	tbl := &Table{}
+	slim := func(i int) *corev1.Pod {
+		o, err := tbl.Pod(decodedPod(t, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*corev1.Pod)
+	}
+	a, b, other := slim(0), slim(1), slim(15) // 0 and 1 in ns-0, 15 in ns-1
+	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+	if reflect.ValueOf(a.Labels).UnsafePointer() != reflect.ValueOf(b.Labels).UnsafePointer() {
+		t.Error("two pods of one ReplicaSet keep two copies of their labels")
+	}
+	if &a.Spec.Containers[0] != &b.Spec.Containers[0] {
+		t.Error("two pods of one ReplicaSet keep two copies of their named ports")
+	}
+	if !same(a.Namespace, b.Namespace) || !same(a.Annotations[annotations.PodSubnet], b.Annotations[annotations.PodSubnet]) {
+		t.Error("two pods of one namespace keep two copies of its name or subnet")
+	}
+	if same(a.Annotations[annotations.PodSubnet], other.Annotations[annotations.PodSubnet]) || a.Namespace == other.Namespace {
+		t.Error("pods of two namespaces share a subnet")
+	}
+	if a.Annotations[annotations.PodPort] == b.Annotations[annotations.PodPort] {
+		t.Error("two pods share a port annotation")
+	}
+	if !reflect.DeepEqual(a.Labels, map[string]string{"app": "web", "pod-template-hash": "7d9f8c6b5"}) {
+		t.Errorf("labels = %v", a.Labels)
+	}
+}
+
+// TestFullTableStartsAnew checks that the table's size stays bounded: past maxShared values it starts empty,
+// and the pods it served keep their values.
+func TestFullTableStartsAnew(t *testing.T) {
+	defer func(n int) { maxShared = n }(maxShared)
+	maxShared = 4
+	tbl := &Table{}
+	var kept []*corev1.Pod
+	for i := range 40 {
+		o, err := tbl.Pod(decodedPod(t, i*15)) // one namespace and node each
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, o.(*corev1.Pod))
+		if n := tbl.size(); n > maxShared {
+			t.Fatalf("the table holds %d values after pod %d, past its bound %d", n, i, maxShared)
+		}
+	}
+	for i, p := range kept {
+		if want := fmt.Sprintf("ns-%d", i); p.Namespace != want {
+			t.Fatalf("pod %d: namespace %q, want %q", i, p.Namespace, want)
+		}
 	}
 }

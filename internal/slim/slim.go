@@ -1,0 +1,177 @@
+package slim
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/raven-net/raven/pkg/annotations"
+)
+
+// maxShared bounds the table: past it, the table starts empty again. Objects already cached keep the values
+// they share; the values of objects that come after are shared anew. At Kubernetes' published limits
+// (10,000 namespaces, 5,000 nodes) the table holds far fewer values than this.
+var maxShared = 1 << 17
+
+// Table keeps one copy of each value that cached objects repeat. Cached objects are read only (the cache hands
+// out copies), so objects may share a map or a slice. The zero Table is ready.
+type Table struct {
+	mu         sync.Mutex
+	strs       map[string]string
+	labels     map[string]map[string]string
+	containers map[string][]corev1.Container
+}
+
+// size is the number of values the table holds. Callers hold mu.
+func (t *Table) size() int { return len(t.strs) + len(t.labels) + len(t.containers) }
+
+// resetIfFull empties a full table, and makes the maps of a new one. Callers hold mu.
+func (t *Table) resetIfFull() {
+	if t.strs == nil || t.size() >= maxShared {
+		t.strs, t.labels, t.containers = map[string]string{}, map[string]map[string]string{}, map[string][]corev1.Container{}
+	}
+}
+
+// str is the table's copy of s.
+func (t *Table) str(s string) string {
+	if s == "" {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.resetIfFull()
+	if c, ok := t.strs[s]; ok {
+		return c
+	}
+	t.strs[s] = s
+	return s
+}
+
+// labelSet is the table's copy of a set of labels: the pods of one ReplicaSet carry the same set.
+func (t *Table) labelSet(l map[string]string) map[string]string {
+	if len(l) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(l[k])
+		b.WriteByte(0)
+	}
+	key := b.String()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.resetIfFull()
+	if c, ok := t.labels[key]; ok {
+		return c
+	}
+	c := make(map[string]string, len(l))
+	for k, v := range l {
+		c[k] = v
+	}
+	t.labels[key] = c
+	return c
+}
+
+// namedPorts is the table's copy of the containers of cs that name ports, each with those ports only (their
+// name, number and protocol): a NetworkPolicy names a pod's port by its name. Nil when no port has a name.
+func (t *Table) namedPorts(cs []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	var b strings.Builder
+	for _, c := range cs {
+		var ports []corev1.ContainerPort
+		for _, p := range c.Ports {
+			if p.Name == "" {
+				continue
+			}
+			ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.ContainerPort, Protocol: p.Protocol})
+			b.WriteString(c.Name)
+			b.WriteByte(0)
+			b.WriteString(p.Name)
+			b.WriteByte(0)
+			b.WriteString(strconv.Itoa(int(p.ContainerPort)))
+			b.WriteByte(0)
+			b.WriteString(string(p.Protocol))
+			b.WriteByte(0)
+		}
+		if ports != nil {
+			out = append(out, corev1.Container{Name: c.Name, Ports: ports})
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	key := b.String()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.resetIfFull()
+	if c, ok := t.containers[key]; ok {
+		return c
+	}
+	t.containers[key] = out
+	return out
+}
+
+// podAnnotations are the pod annotations Raven reads: its own.
+var podAnnotations = []string{annotations.PodPort, annotations.PodSubnet, annotations.PodPortCheck}
+
+// ravenAnnotations keeps Raven's annotations of all (nil when there is none). The subnet's, the same on every
+// pod of a namespace, is shared.
+func (t *Table) ravenAnnotations(all map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range podAnnotations {
+		if v, ok := all[k]; ok {
+			if out == nil {
+				out = make(map[string]string, len(podAnnotations))
+			}
+			if k == annotations.PodSubnet {
+				v = t.str(v)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Pod is the cache's transform for pods. It keeps only what Raven reads of a pod: its identity, deletion,
+// labels (selectors), finalizers and Raven's annotations; hostNetwork, node and named container ports
+// (NetworkPolicy); phase and address. Owner references, other tools' annotations (which can be large), images
+// and conditions are never read.
+func (t *Table) Pod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	m := p.ObjectMeta
+	return &corev1.Pod{
+		TypeMeta: p.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: t.str(m.Namespace), UID: m.UID, ResourceVersion: m.ResourceVersion,
+			Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+			DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds, Labels: t.labelSet(m.Labels), Finalizers: m.Finalizers,
+			Annotations: t.ravenAnnotations(m.Annotations)},
+		Spec:   corev1.PodSpec{HostNetwork: p.Spec.HostNetwork, NodeName: t.str(p.Spec.NodeName), Containers: t.namedPorts(p.Spec.Containers)},
+		Status: corev1.PodStatus{Phase: corev1.PodPhase(t.str(string(p.Status.Phase))), PodIP: p.Status.PodIP},
+	}, nil
+}
+
+// Node is the cache's transform for nodes. It keeps only what Raven reads of a node: its identity and
+// addresses (NetworkPolicy admits a pod's own node), not its images or conditions.
+func Node(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: n.ObjectMeta, Status: corev1.NodeStatus{Addresses: n.Status.Addresses}}
+	slim.ManagedFields = nil
+	return slim, nil
+}
