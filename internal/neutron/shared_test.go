@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/openstack/fake"
 )
 
 // decoded is a port as a JSON decoder gives it: every string its own copy.
@@ -82,5 +83,34 @@ func TestAReplaceDropsTheSharedValuesOfGonePorts(t *testing.T) {
 	x.Replace("c1", &Snapshot{WithPorts: true, Started: time.Now()})
 	if _, ok := x.sh.strs["node-gone"]; ok {
 		t.Error("the node of a port gone at the last listing is still held")
+	}
+}
+
+// TestListedPortsShareAsTheyArrive checks that a listing's ports share their repeated values as each page
+// arrives, and that the index keeps the listing's table: a port put after the listing shares with the listed.
+func TestListedPortsShareAsTheyArrive(t *testing.T) {
+	n := fake.NewNeutron()
+	for i := range openstack.PageSize + 1 { // two pages
+		p := decoded(fmt.Sprint(i), fmt.Sprintf("p%d", i), "node-1")
+		n.Ports[p.ID] = &p
+	}
+	s, err := List(t.Context(), n, &Cluster{ID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Ports) != openstack.PageSize+1 {
+		t.Fatalf("listed %d ports, want %d", len(s.Ports), openstack.PageSize+1)
+	}
+	first, last := s.Ports[0], s.Ports[len(s.Ports)-1]
+	if !sameMemory(first.NetworkID, last.NetworkID) || !sameMemory(first.HostID, last.HostID) || first.Extra != nil {
+		t.Fatal("the listed ports of two pages keep their own copies of their network and node")
+	}
+	x := NewIndex()
+	x.Replace("c1", s)
+	later := decoded("new", "new", "node-1")
+	x.PutPort("c1", later)
+	got, ok := x.Port("new")
+	if !ok || !sameMemory(got.NetworkID, first.NetworkID) {
+		t.Fatal("a port put after the listing does not share the listing's values")
 	}
 }

@@ -43,6 +43,9 @@ type Networking interface {
 	RemoveRouterInterface(ctx context.Context, routerID, subnetID string) error
 
 	ListPorts(ctx context.Context, f Filter) ([]Port, error)
+	// EachPortPage lists ports as ListPorts does, but hands each page to fn as it arrives: a caller that keeps
+	// less than the whole of each port never holds the whole decoded listing. fn must not keep the slice.
+	EachPortPage(ctx context.Context, f Filter, fn func([]Port)) error
 	GetPort(ctx context.Context, id string) (*Port, error)
 	CreatePort(ctx context.Context, spec PortSpec) (*Port, error)
 	// CreatePorts creates many ports in one bulk request; Neutron creates all or none.

@@ -214,37 +214,42 @@ func (n *neutron) RemoveRouterInterface(ctx context.Context, routerID, subnetID 
 }
 
 func (n *neutron) ListPorts(ctx context.Context, f Filter) ([]Port, error) {
+	var out []Port
+	err := n.EachPortPage(ctx, f, func(page []Port) { out = append(out, page...) })
+	return out, err
+}
+
+func (n *neutron) EachPortPage(ctx context.Context, f Filter, fn func([]Port)) error {
 	q, err := ports.ListOpts{Limit: PageSize, NetworkID: f.NetworkID, DeviceID: f.DeviceID, DeviceOwner: f.DeviceOwner, Name: f.Name,
 		Description: f.Description, Tags: tagsQuery(f.Tags), NotTagsAny: tagsQuery(f.NotTagsAny)}.ToPortListQuery()
 	if err != nil {
-		return nil, wrap("neutron port list", err)
+		return wrap("neutron port list", err)
 	}
-	return pagesOnce[Port](ctx, "neutron port list", n.c, n.c.ServiceURL("ports")+q, "ports")
+	return pagesOnce(ctx, "neutron port list", n.c, n.c.ServiceURL("ports")+q, "ports", fn)
 }
 
 // pagesOnce follows a list's pages from url as gophercloud's pager does, by each page's "next" link, but
-// decodes each page once, straight into T. The pager decodes a page into generic maps, then again for its
-// emptiness check and again for the caller: for a cluster's ports, listed whole at every resync, that was
-// most of the listing's CPU.
-func pagesOnce[T any](ctx context.Context, op string, c *gophercloud.ServiceClient, url, label string) ([]T, error) {
-	var out []T
+// decodes each page once, straight into T, and hands it to fn. The pager decodes a page into generic maps,
+// then again for its emptiness check and again for the caller: for a cluster's ports, listed whole at every
+// resync, that was most of the listing's CPU.
+func pagesOnce[T any](ctx context.Context, op string, c *gophercloud.ServiceClient, url, label string, fn func([]T)) error {
 	for url != "" {
 		var page map[string]json.RawMessage
 		if _, err := c.Get(ctx, url, &page, &gophercloud.RequestOpts{OkCodes: []int{http.StatusOK}}); err != nil {
-			return nil, wrap(op, err)
+			return wrap(op, err)
 		}
 		var items []T
 		if raw, ok := page[label]; ok {
 			if err := json.Unmarshal(raw, &items); err != nil {
-				return nil, wrap(op, err)
+				return wrap(op, err)
 			}
 		}
-		out = append(out, items...)
+		fn(items)
 		url = ""
 		var links []struct{ Href, Rel string }
 		if raw, ok := page[label+"_links"]; ok && len(items) > 0 {
 			if err := json.Unmarshal(raw, &links); err != nil {
-				return nil, wrap(op, err)
+				return wrap(op, err)
 			}
 		}
 		for _, l := range links {
@@ -253,7 +258,7 @@ func pagesOnce[T any](ctx context.Context, op string, c *gophercloud.ServiceClie
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func (n *neutron) GetPort(ctx context.Context, id string) (*Port, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -96,5 +97,33 @@ func TestAPageThatIsNotJSONFailsTheList(t *testing.T) {
 		Endpoint: srv.URL + "/", ResourceBase: srv.URL + "/v2.0/"}
 	if got, err := NewNetworking(c).ListPorts(t.Context(), Filter{}); err == nil {
 		t.Fatalf("a port whose id is a number was listed: %+v", got)
+	}
+}
+
+// TestEachPortPageHandsOverEachPage checks that a listing reaches its caller page by page, each page once, in
+// order, and never more than a page at a time.
+func TestEachPortPageHandsOverEachPage(t *testing.T) {
+	var limits []string
+	const n = 2*PageSize + 500
+	srv := pagedPorts(t, n, &limits)
+	defer srv.Close()
+	c := &gophercloud.ServiceClient{ProviderClient: &gophercloud.ProviderClient{HTTPClient: *srv.Client()},
+		Endpoint: srv.URL + "/", ResourceBase: srv.URL + "/v2.0/"}
+	var sizes []int
+	next := 0
+	err := NewNetworking(c).EachPortPage(t.Context(), Filter{NetworkID: "n", Tags: []string{"a", "b"}}, func(page []Port) {
+		sizes = append(sizes, len(page))
+		for _, p := range page {
+			if want := fmt.Sprintf("%06d", next); p.ID != want {
+				t.Fatalf("port %s handed over where %s was due", p.ID, want)
+			}
+			next++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{PageSize, PageSize, 500}; !slices.Equal(sizes, want) {
+		t.Fatalf("pages of %v ports, want %v", sizes, want)
 	}
 }

@@ -23,15 +23,30 @@ type heldListing struct {
 }
 
 func (h *heldListing) ListPorts(ctx context.Context, f openstack.Filter) ([]openstack.Port, error) {
+	if err := h.hold(ctx, f); err != nil {
+		return nil, err
+	}
+	return h.Networking.ListPorts(ctx, f)
+}
+
+func (h *heldListing) EachPortPage(ctx context.Context, f openstack.Filter, fn func([]openstack.Port)) error {
+	if err := h.hold(ctx, f); err != nil {
+		return err
+	}
+	return h.Networking.EachPortPage(ctx, f, fn)
+}
+
+// hold holds a listing of the cluster's ports until release is closed.
+func (h *heldListing) hold(ctx context.Context, f openstack.Filter) error {
 	if len(f.Tags) > 0 && f.DeviceID == "" {
 		h.once.Do(func() { close(h.listing) })
 		select {
 		case <-h.release:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	return h.Networking.ListPorts(ctx, f)
+	return nil
 }
 
 // A reconciler behind the gate releases and deletes by the index: it must not run before the index holds

@@ -457,6 +457,18 @@ func (n *Neutron) ListPorts(_ context.Context, f openstack.Filter) ([]openstack.
 	return out, nil
 }
 
+// EachPortPage implements openstack.Networking: the ports ListPorts returns, in pages of openstack.PageSize.
+func (n *Neutron) EachPortPage(ctx context.Context, f openstack.Filter, fn func([]openstack.Port)) error {
+	all, err := n.ListPorts(ctx, f)
+	if err != nil {
+		return err
+	}
+	for page := range slices.Chunk(all, openstack.PageSize) {
+		fn(page)
+	}
+	return nil
+}
+
 // GetPort implements openstack.Networking.
 func (n *Neutron) GetPort(_ context.Context, id string) (*openstack.Port, error) {
 	n.mu.Lock()
