@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -81,6 +82,8 @@ func newManager(restCfg *rest.Config, o config.Options, log klog.Logger) (ctrl.M
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	// One table for the transforms: pods and EndpointSlices repeat the same namespaces.
+	shared := &slim.Table{}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  log,
@@ -92,8 +95,9 @@ func newManager(restCfg *rest.Config, o config.Options, log klog.Logger) (ctrl.M
 			// Raven never reads managedFields; dropping them keeps the caches small.
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}:  {Transform: (&slim.Table{}).Pod},
-				&corev1.Node{}: {Transform: slim.Node},
+				&corev1.Pod{}:                {Transform: shared.Pod},
+				&corev1.Node{}:               {Transform: slim.Node},
+				&discoveryv1.EndpointSlice{}: {Transform: shared.EndpointSlice},
 			},
 		},
 		LeaderElection:                o.LeaderElection.Enabled,

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/raven-net/raven/pkg/annotations"
@@ -173,5 +174,35 @@ func Node(obj any) (any, error) {
 	}
 	slim := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: n.ObjectMeta, Status: corev1.NodeStatus{Addresses: n.Status.Addresses}}
 	slim.ManagedFields = nil
+	return slim, nil
+}
+
+// EndpointSlice is the cache's transform for EndpointSlices. It keeps what Raven reads of a slice: its
+// identity, labels (the Service's name), address type and ports, and of each endpoint its addresses,
+// conditions and the kind, namespace and name of the object behind it; not its node, zone or hints.
+func (t *Table) EndpointSlice(obj any) (any, error) {
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	m := es.ObjectMeta
+	slim := &discoveryv1.EndpointSlice{
+		TypeMeta: es.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: t.str(m.Namespace), UID: m.UID, ResourceVersion: m.ResourceVersion,
+			Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+			Labels: m.Labels, Annotations: m.Annotations, OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers},
+		AddressType: es.AddressType,
+		Ports:       es.Ports,
+	}
+	if len(es.Endpoints) > 0 {
+		slim.Endpoints = make([]discoveryv1.Endpoint, len(es.Endpoints))
+		for i, ep := range es.Endpoints {
+			out := discoveryv1.Endpoint{Addresses: ep.Addresses, Conditions: ep.Conditions}
+			if r := ep.TargetRef; r != nil {
+				out.TargetRef = &corev1.ObjectReference{Kind: t.str(r.Kind), Namespace: t.str(r.Namespace), Name: r.Name}
+			}
+			slim.Endpoints[i] = out
+		}
+	}
 	return slim, nil
 }

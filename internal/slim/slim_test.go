@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/raven-net/raven/pkg/annotations"
@@ -115,5 +116,36 @@ func TestFullTableStartsAnew(t *testing.T) {
 		if want := fmt.Sprintf("ns-%d", i); p.Namespace != want {
 			t.Fatalf("pod %d: namespace %q, want %q", i, p.Namespace, want)
 		}
+	}
+}
+
+func TestSlimEndpointSliceKeepsWhatRavenReads(t *testing.T) {
+	ready, port, name := true, int32(8080), "http"
+	node, zone := "node-1", "z"
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "svc-abc", Namespace: "ns", UID: "u", ResourceVersion: "9",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "svc"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kcm"}}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+			NodeName: &node, Zone: &zone, TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p", UID: "pu", ResourceVersion: "3"}}},
+	}
+	out, err := (&Table{}).EndpointSlice(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*discoveryv1.EndpointSlice)
+	want := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "svc-abc", Namespace: "ns", UID: "u", ResourceVersion: "9", Labels: map[string]string{discoveryv1.LabelServiceName: "svc"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("slim slice\n got %+v\nwant %+v", got, want)
+	}
+	if es.Endpoints[0].NodeName == nil || es.Endpoints[0].TargetRef.UID != "pu" {
+		t.Error("the informer's object was changed")
 	}
 }
