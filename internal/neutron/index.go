@@ -323,6 +323,14 @@ func (x *Index) PortsOf(uid string) []openstack.Port {
 	return out
 }
 
+// Owns says how many ports the index has of uid's, and whether portID is one of them, without copying them.
+func (x *Index) Owns(uid, portID string) (n int, has bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	ids := x.byUID[uid]
+	return len(ids), slices.Contains(ids, portID)
+}
+
 // OwnedBy says the index has the port as one of uid's.
 func (x *Index) OwnedBy(portID, uid string) bool {
 	x.mu.RLock()
@@ -402,7 +410,7 @@ type Owned struct {
 func (x *Index) OwnedOfKind(kind ownership.Kind) []Owned {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	var out []Owned
+	out := make([]Owned, 0, len(x.ports))
 	for _, p := range x.ports {
 		if o, _ := ownership.Parse(p.Tags); o.Kind == kind {
 			last := p.CreatedAt

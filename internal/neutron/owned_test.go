@@ -11,7 +11,7 @@ import (
 )
 
 // TestOwnedOfKindTellsWhatTheResyncReads checks the resync's compact view of ports against the ports: the
-// owner of each port of the kind, and the later of its creation and update; Port and CountOfKind agree.
+// owner of each port of the kind, and the later of its creation and update; Port, Owns and CountOfKind agree.
 func TestOwnedOfKindTellsWhatTheResyncReads(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	pod := ownership.Owner{Cluster: "c", Kind: ownership.KindPod, UID: "u1", Name: "ns/p1"}
@@ -40,6 +40,15 @@ func TestOwnedOfKindTellsWhatTheResyncReads(t *testing.T) {
 	}
 	if p, ok := x.Port("created-last"); !ok || p.FixedIPs[0].IPAddress != "10.0.0.5" {
 		t.Errorf("Port(created-last) = %+v, %v; want the port put", p, ok)
+	}
+	for _, c := range []struct {
+		uid, port string
+		n         int
+		has       bool
+	}{{"u1", "created-last", 1, true}, {"u1", "updated-last", 1, false}, {"nobody", "created-last", 0, false}} {
+		if n, has := x.Owns(c.uid, c.port); n != c.n || has != c.has {
+			t.Errorf("Owns(%s, %s) = %d, %v; want %d, %v", c.uid, c.port, n, has, c.n, c.has)
+		}
 	}
 	if _, ok := x.Port("gone"); ok {
 		t.Error("Port(gone) found a port the index never had")

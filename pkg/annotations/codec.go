@@ -3,6 +3,7 @@ package annotations
 import (
 	"encoding/json"
 	"fmt"
+	"unsafe"
 )
 
 // Encode renders v as an annotation value.
@@ -21,7 +22,9 @@ func Decode(annos map[string]string, key string, v any) (ok bool, err error) {
 	if !ok {
 		return false, nil
 	}
-	if err := json.Unmarshal([]byte(raw), v); err != nil {
+	// The decoder reads the value without keeping or changing it: no copy of it (the resync decodes every
+	// pod's annotation, and the copies were most of its garbage).
+	if err := json.Unmarshal(unsafe.Slice(unsafe.StringData(raw), len(raw)), v); err != nil {
 		return true, fmt.Errorf("annotation %s is not valid JSON for its type: %w", key, err)
 	}
 	return true, nil

@@ -230,7 +230,7 @@ func (s *Sweeper) sweepPods(ctx context.Context, now time.Time) error {
 	// another leader gave (a pool port, or a recycled one, whose creation time says nothing of when it was
 	// taken) is aged from its last update, and its owner's absence is confirmed past the cache.
 	candidates := s.Neutron.X.OwnedOfKind(ownership.KindPod)
-	live, held, err := s.repairPods(ctx)
+	live, held, err := s.repairPods(ctx, len(candidates))
 	if err != nil {
 		return err
 	}
@@ -274,8 +274,9 @@ type portID struct {
 // repairPods sends back to their reconciler the pods whose ports are not as they should be, and returns the
 // UIDs of the pods that exist and the ports the annotations of those that need one name (with the pods' names).
 // The keys and names are the cached pods' own strings.
-func (s *Sweeper) repairPods(ctx context.Context) (live map[string]bool, held map[string]types.NamespacedName, _ error) {
-	live, held = map[string]bool{}, map[string]types.NamespacedName{}
+// The maps are made for about as many pods as there are pod ports (hint), so that they do not grow step by step.
+func (s *Sweeper) repairPods(ctx context.Context, hint int) (live map[string]bool, held map[string]types.NamespacedName, _ error) {
+	live, held = make(map[string]bool, hint), make(map[string]types.NamespacedName, hint)
 	var repairs []client.Object
 	err := s.eachPod(ctx, func(p *corev1.Pod) {
 		live[string(p.UID)] = true
@@ -284,7 +285,7 @@ func (s *Sweeper) repairPods(ctx context.Context) (live map[string]bool, held ma
 		if annotated && ann.ID != "" && pod.NeedsPort(p) {
 			held[ann.ID] = types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 		}
-		if needsRepair(p, annotated, ann.ID, s.Neutron.X.PortsOf(string(p.UID))) {
+		if n, has := s.Neutron.X.Owns(string(p.UID), ann.ID); needsRepair(p, annotated, has, n) {
 			// The pod's key, not the cache's object.
 			repairs = append(repairs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}})
 		}
@@ -303,11 +304,12 @@ func (s *Sweeper) repairPods(ctx context.Context) (live map[string]bool, held ma
 // needsRepair says the pod's reconciler must look at the pod again: its annotated port is gone from Neutron
 // (deleted out of band), it has two ports (a create that finished after a crashed Raven's successor listed), or
 // it needs no port and still has one or an annotation (a release that never happened or never finished).
-func needsRepair(p *corev1.Pod, annotated bool, announced string, ports []neutron.Port) bool {
+// hasAnnounced says the pod has the port its annotation names; ports is how many it has.
+func needsRepair(p *corev1.Pod, annotated, hasAnnounced bool, ports int) bool {
 	if !pod.NeedsPort(p) {
-		return annotated || len(ports) > 0
+		return annotated || ports > 0
 	}
-	return annotated && !hasPort(ports, announced) || len(ports) > 1
+	return annotated && !hasAnnounced || ports > 1
 }
 
 // heldOwners returns the owners of the ports that a live pod's annotation names, with that pod: their ports stay
@@ -420,13 +422,4 @@ func (s *Sweeper) swept(kind string) {
 	if s.Metrics != nil {
 		s.Metrics.Swept.WithLabelValues(kind).Inc()
 	}
-}
-
-func hasPort(ports []neutron.Port, id string) bool {
-	for _, p := range ports {
-		if p.ID == id {
-			return true
-		}
-	}
-	return false
 }
