@@ -52,6 +52,7 @@ func main() {
 		klog.Flush()
 		return
 	}
+	manager.TuneGC()
 	if err := manager.Run(ctx, opts); err != nil {
 		logger.Error(err, "Raven stopped")
 		klog.Flush()
