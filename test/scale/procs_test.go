@@ -130,6 +130,16 @@ func startRaven(t testing.TB, bin, dir, name, config string) *raven {
 	return r
 }
 
+// ready says the replica's readiness checks pass (its caches are synced and OpenStack answers).
+func (r *raven) ready() bool {
+	resp, err := http.Get("http://" + r.health + "/readyz")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
 // metric sums the samples of a metric whose label text contains every one of labels.
 func (r *raven) metric(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()

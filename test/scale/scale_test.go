@@ -358,6 +358,13 @@ func (b *bench) failoverPhase(ctx context.Context, t *testing.T, to shape, r map
 	if standby == nil {
 		t.Fatal("no standby replica")
 	}
+	// A standby in service is ready (its caches synced) and has watched the leader renew its lease: a candidate
+	// counts a lease as expired one lease duration after it first saw the lease's record unchanged, so one that
+	// just started would wait longer. The cold start phase has just started this one.
+	watched := *leaseFlag + *leaseFlag/5
+	waitFor(ctx, t, 5*time.Minute, "the standby to be ready and to have watched the lease", func() (bool, error) {
+		return time.Since(standby.started) > watched && standby.ready(), nil
+	})
 	logf(t, "failover: killing %s", leader.name)
 	killed := time.Now()
 	leader.stop(syscall.SIGKILL, 10*time.Second)
