@@ -176,7 +176,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		Client: mgr.GetClient(), Neutron: nm, Options: o, WithServices: o.Controllers.Services, Gate: gate, PodGate: controller.NewGate(), Metrics: m,
 		PodRepairs: podRepairs, NamespaceRepairs: nsRepairs,
 		CacheSynced: mgr.GetCache().WaitForCacheSync, APIReader: mgr.GetAPIReader(), Backends: backends,
-		Pods: cachedPods(mgr.GetCache()),
+		Pods: cachedPods(mgr.GetCache()), Parked: &controller.Parked{},
 	}
 	if o.Controllers.Namespaces {
 		workers := min(o.Workers, 8)
@@ -198,7 +198,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		if err != nil {
 			return nil, err
 		}
-		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: sweeper.PodGate, Recorder: recorder, Metrics: m,
+		r := &pod.Reconciler{Client: mgr.GetClient(), Neutron: nm, Gate: sweeper.PodGate, Parked: sweeper.Parked, Recorder: recorder, Metrics: m,
 			Grace: o.OrphanGracePeriod.Duration, Scope: scope, Policies: policies, Backends: backends, Nested: nested}
 		if err := r.SetupWithManager(mgr, o.Workers, podRepairs); err != nil {
 			return nil, err

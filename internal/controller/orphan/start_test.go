@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/raven-net/raven/internal/config"
@@ -88,6 +89,46 @@ func TestTheGateOpensOnlyOnceThePortsAreListed(t *testing.T) {
 	}
 	if !s.Neutron.X.PortsLoaded() {
 		t.Error("the gate opened before the index held the ports")
+	}
+}
+
+// A pod parked while the ports are listed comes back to its reconciler once they are, and a pod that comes
+// after the listing is not parked.
+func TestPodsParkedDuringTheListingComeBackOnceItIsIn(t *testing.T) {
+	c := newCloud(t)
+	held := &heldListing{Networking: c.n, listing: make(chan struct{}), release: make(chan struct{})}
+	c.m.N = held
+	s, pods, _ := c.sweeper(namespaceObj(), podObj("live", "live-uid"))
+	s.Gate, s.PodGate, s.Parked = controller.NewGate(), controller.NewGate(), &controller.Parked{}
+	s.Options.ResyncPeriod = config.Duration{Duration: time.Hour}
+	s.Options.Neutron = config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16", PodSubnetPrefixLength: 24}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Start(ctx) // ended by the deferred cancel
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	<-held.listing
+	parked := types.NamespacedName{Namespace: "ns", Name: "waiting"}
+	if !s.Parked.Park(parked) {
+		t.Fatal("a pod could not be parked while the ports were being listed")
+	}
+	close(held.release)
+	timeout := time.After(10 * time.Second)
+	for back := false; !back; {
+		select {
+		case e := <-pods:
+			back = e.Object.GetNamespace() == parked.Namespace && e.Object.GetName() == parked.Name
+		case <-timeout:
+			t.Fatal("the parked pod did not come back once the ports were listed")
+		}
+	}
+	if s.Parked.Park(types.NamespacedName{Namespace: "ns", Name: "late"}) {
+		t.Error("a pod was parked after the listing was in: it would never come back")
 	}
 }
 

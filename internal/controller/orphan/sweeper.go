@@ -39,6 +39,8 @@ type Sweeper struct {
 	// the lease, whatever the number of ports.
 	Gate    *controller.Gate
 	PodGate *controller.Gate
+	// Parked holds the pods that wait for the port listing; they go to PodRepairs once it is in (nil: none).
+	Parked  *controller.Parked
 	Metrics *metrics.Metrics
 	// PodRepairs and NamespaceRepairs take objects whose OpenStack side must be rebuilt.
 	PodRepairs       chan<- event.GenericEvent
@@ -100,6 +102,24 @@ func (s *Sweeper) annotatedPorts(ctx context.Context) (map[string]neutron.Annota
 	return out, nil
 }
 
+// sendParked sends the pods parked while the ports were listed back to their reconciler, each once. false:
+// the context ended.
+func (s *Sweeper) sendParked(ctx context.Context) bool {
+	if s.Parked == nil {
+		return true
+	}
+	keys := s.Parked.Release()
+	if s.PodRepairs == nil {
+		return true
+	}
+	for _, k := range keys {
+		if !controller.Send(ctx, s.PodRepairs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}) {
+			return false
+		}
+	}
+	return true
+}
+
 // NeedLeaderElection returns true: only the leader writes.
 func (s *Sweeper) NeedLeaderElection() bool { return true }
 
@@ -150,6 +170,9 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	s.Gate.Open()
 	if s.Metrics != nil {
 		s.Metrics.Writing.Set(1)
+	}
+	if !s.sendParked(ctx) {
+		return nil // context ended
 	}
 	// The first sweep runs right away: a pod deleted while Raven was stopped loses its port now.
 	first := true

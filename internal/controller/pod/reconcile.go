@@ -35,9 +35,12 @@ var errGroupsPending = errors.New("waiting for the security groups of the pod's 
 
 // Reconciler gives pods their ports.
 type Reconciler struct {
-	Client   ctrl.Client
-	Neutron  *neutron.Manager
-	Gate     *controller.Gate
+	Client  ctrl.Client
+	Neutron *neutron.Manager
+	Gate    *controller.Gate
+	// Parked, when set, holds the pods that wait for the start-up port listing until the resync sends them
+	// back, once, when it is in (nil: they come back every second until then).
+	Parked   *controller.Parked
 	Recorder events.EventRecorder
 	Metrics  *metrics.Metrics
 	// Scope says which namespaces are served (nil: all).
@@ -99,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	before := announcedPort(&pod)
 	port, nested, err := r.ensurePort(ctx, &pod, before, nn)
-	if res, wait, err := portWait(log, err); wait {
+	if res, wait, err := r.portWait(log, &pod, err); wait {
 		return res, err
 	}
 	hadPort := pod.Annotations[annotations.PodPort] != ""
@@ -121,13 +124,13 @@ func (r *Reconciler) waitsForNode(pod *corev1.Pod) bool {
 
 // portWait turns what keeps ensurePort from a port into the reconcile's result; wait is false when there is
 // a port to go on with.
-func portWait(log klog.Logger, err error) (res reconcile.Result, wait bool, _ error) {
+func (r *Reconciler) portWait(log klog.Logger, pod *corev1.Pod, err error) (res reconcile.Result, wait bool, _ error) {
 	switch {
+	case errors.Is(err, neutron.ErrNotLoaded):
+		return r.untilLoaded(pod), true, nil // a pod in sync waits for the start-up listing
 	case errors.Is(err, errGroupsPending):
 		log.V(3).Info("Waiting for the pod's policy groups")
 		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, true, nil
-	case errors.Is(err, neutron.ErrNotLoaded):
-		return reconcile.Result{RequeueAfter: time.Second}, true, nil // a pod in sync waits for the start-up listing
 	case errors.Is(err, errCheckLater):
 		log.V(3).Info("Waiting for the budget of port checks")
 		return reconcile.Result{RequeueAfter: time.Second / checkRate}, true, nil
@@ -222,6 +225,16 @@ func (r *Reconciler) skipExcluded(ctx context.Context, pod *corev1.Pod, why stri
 	return reconcile.Result{}, r.patch(ctx, pod, nil, nil, nil)
 }
 
+// untilLoaded is the result for a pod that waits for the start-up port listing: parked, it comes back once,
+// when the listing is in. At 50,000 pods that listing takes minutes, and every pod coming back each second
+// kept the leader's CPU busy through a cold start.
+func (r *Reconciler) untilLoaded(pod *corev1.Pod) reconcile.Result {
+	if r.Parked != nil && r.Parked.Park(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}) {
+		return reconcile.Result{}
+	}
+	return reconcile.Result{RequeueAfter: time.Second}
+}
+
 // release gives back every port of a pod that must have none. wait is true until the port the pod's annotation
 // names is no longer the pod's in Neutron (deleted, back in a pool, or gone already): the annotation is the
 // pod's last record of its port, and goes only after it, so that no restart loses track of the port.
@@ -230,7 +243,7 @@ func (r *Reconciler) release(ctx context.Context, pod *corev1.Pod, what string) 
 	if !r.Neutron.X.PortsLoaded() {
 		// The index does not hold the pod's ports before the start-up listing: releasing by it would miss them.
 		log.V(3).Info("Waiting for the port listing before releasing the pod's port")
-		return reconcile.Result{RequeueAfter: time.Second}, true, nil
+		return r.untilLoaded(pod), true, nil
 	}
 	uid := string(pod.UID)
 	announced := announcedPort(pod)

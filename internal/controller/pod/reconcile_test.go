@@ -205,33 +205,62 @@ func TestDeletedPodLosesItsPortAndSyncedPodCostsNothing(t *testing.T) {
 }
 
 // After a restart, until the port listing is in, a pod that announces its port is sent back to wait, and its
-// annotation is left exactly as it was (it once was overwritten with an empty port).
+// annotation is left exactly as it was (it once was overwritten with an empty port). Parked, it waits without
+// coming back every second, and the resync's Release returns it once.
 func TestAnAnnotatedPodWaitsForThePortListingAfterARestart(t *testing.T) {
-	w := newWorld(t, pod("web", "u1"))
-	if err := w.reconcile(t, "web"); err != nil {
-		t.Fatal(err)
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	for _, tc := range []struct {
+		name   string
+		parked *controller.Parked
+	}{
+		{"without a parking place: back in a second", nil},
+		{"parked: back once the listing is in", &controller.Parked{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, pod("web", "u1"))
+			if err := w.reconcile(t, "web"); err != nil {
+				t.Fatal(err)
+			}
+			before := w.annotation(t, "web")
+			if before == nil || before.ID == "" {
+				t.Fatal("no annotation after the first reconcile")
+			}
+			// A restarted Raven: the namespace networks are known, the ports not yet.
+			nn := w.r.Neutron.X.Network("ns-uid")
+			w.r.Neutron.X = neutron.NewIndex()
+			w.r.Neutron.X.SetNetwork(*nn)
+			w.r.Parked = tc.parked
+			if w.r.Neutron.X.PortsLoaded() {
+				t.Fatal("a fresh index says its ports are loaded")
+			}
+			res, err := w.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkWaits(t, res, tc.parked, key)
+			after := w.annotation(t, "web")
+			if after == nil || after.ID != before.ID || after.MACAddress != before.MACAddress || len(after.FixedIPs) == 0 {
+				t.Fatalf("annotation changed while the ports were being listed: %+v, was %+v", after, before)
+			}
+		})
 	}
-	before := w.annotation(t, "web")
-	if before == nil || before.ID == "" {
-		t.Fatal("no annotation after the first reconcile")
+}
+
+// checkWaits checks how a pod waits for the port listing: parked (back once, through Release), or back in a
+// while when there is no parking place.
+func checkWaits(t *testing.T, res reconcile.Result, parked *controller.Parked, key types.NamespacedName) {
+	t.Helper()
+	if parked == nil {
+		if res.RequeueAfter == 0 {
+			t.Error("the pod was not sent back to wait for the port listing")
+		}
+		return
 	}
-	// A restarted Raven: the namespace networks are known, the ports not yet.
-	nn := w.r.Neutron.X.Network("ns-uid")
-	w.r.Neutron.X = neutron.NewIndex()
-	w.r.Neutron.X.SetNetwork(*nn)
-	if w.r.Neutron.X.PortsLoaded() {
-		t.Fatal("a fresh index says its ports are loaded")
+	if res.RequeueAfter != 0 {
+		t.Errorf("a parked pod comes back after %s anyway", res.RequeueAfter)
 	}
-	res, err := w.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "web"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.RequeueAfter == 0 {
-		t.Error("the pod was not sent back to wait for the port listing")
-	}
-	after := w.annotation(t, "web")
-	if after == nil || after.ID != before.ID || after.MACAddress != before.MACAddress || len(after.FixedIPs) == 0 {
-		t.Fatalf("annotation changed while the ports were being listed: %+v, was %+v", after, before)
+	if got := parked.Release(); len(got) != 1 || got[0] != key {
+		t.Errorf("the listing's release returns %v, want the pod", got)
 	}
 }
 
