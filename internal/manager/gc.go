@@ -11,10 +11,10 @@ import (
 // (docs/performance.md). 50 costs more collector CPU for less memory; GOGC=100 restores Go's default.
 const GCPercent = 50
 
-// gcPercent is the collector target to set for GOGC's value gogc: GCPercent when it is unset, else 0 (leave
-// the runtime's own, which already follows GOGC).
-func gcPercent(gogc string, set bool) int {
-	if set && gogc != "" {
+// gcPercent is the collector target to set for GOGC's value gogc: GCPercent when it is unset or empty, else 0
+// (leave the runtime's own, which already follows GOGC).
+func gcPercent(gogc string) int {
+	if gogc != "" {
 		return 0
 	}
 	return GCPercent
@@ -22,7 +22,7 @@ func gcPercent(gogc string, set bool) int {
 
 // TuneGC sets the collector target (see GCPercent).
 func TuneGC() {
-	if p := gcPercent(os.LookupEnv("GOGC")); p > 0 {
+	if p := gcPercent(os.Getenv("GOGC")); p > 0 {
 		debug.SetGCPercent(p)
 	}
 }

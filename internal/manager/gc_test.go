@@ -5,16 +5,14 @@ import "testing"
 func TestGCPercentYieldsToGOGC(t *testing.T) {
 	for _, tc := range []struct {
 		gogc string
-		set  bool
 		want int
 	}{
-		{"", false, GCPercent},
-		{"", true, GCPercent},
-		{"100", true, 0},
-		{"off", true, 0},
+		{"", GCPercent},
+		{"100", 0},
+		{"off", 0},
 	} {
-		if got := gcPercent(tc.gogc, tc.set); got != tc.want {
-			t.Errorf("gcPercent(%q, %v) = %d, want %d", tc.gogc, tc.set, got, tc.want)
+		if got := gcPercent(tc.gogc); got != tc.want {
+			t.Errorf("gcPercent(%q) = %d, want %d", tc.gogc, got, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package neutron
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -383,15 +384,24 @@ func (x *Index) unlinkLocked(p openstack.Port) {
 	}
 }
 
+// ofKindLocked yields every port whose owner is of the given kind, with that owner. Callers hold mu.
+func (x *Index) ofKindLocked(kind ownership.Kind) iter.Seq2[openstack.Port, ownership.Owner] {
+	return func(yield func(openstack.Port, ownership.Owner) bool) {
+		for _, p := range x.ports {
+			if o, _ := ownership.Parse(p.Tags); o.Kind == kind && !yield(p, o) {
+				return
+			}
+		}
+	}
+}
+
 // PortsOfKind returns every port whose owner is of the given kind.
 func (x *Index) PortsOfKind(kind ownership.Kind) []openstack.Port {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var out []openstack.Port
-	for _, p := range x.ports {
-		if o, _ := ownership.Parse(p.Tags); o.Kind == kind {
-			out = append(out, p)
-		}
+	for p := range x.ofKindLocked(kind) {
+		out = append(out, p)
 	}
 	return out
 }
@@ -411,14 +421,12 @@ func (x *Index) OwnedOfKind(kind ownership.Kind) []Owned {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	out := make([]Owned, 0, len(x.ports))
-	for _, p := range x.ports {
-		if o, _ := ownership.Parse(p.Tags); o.Kind == kind {
-			last := p.CreatedAt
-			if p.UpdatedAt.After(last) {
-				last = p.UpdatedAt
-			}
-			out = append(out, Owned{ID: p.ID, Owner: o, Last: last})
+	for p, o := range x.ofKindLocked(kind) {
+		last := p.CreatedAt
+		if p.UpdatedAt.After(last) {
+			last = p.UpdatedAt
 		}
+		out = append(out, Owned{ID: p.ID, Owner: o, Last: last})
 	}
 	return out
 }
@@ -428,10 +436,8 @@ func (x *Index) CountOfKind(kind ownership.Kind) int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	n := 0
-	for _, p := range x.ports {
-		if o, _ := ownership.Parse(p.Tags); o.Kind == kind {
-			n++
-		}
+	for range x.ofKindLocked(kind) {
+		n++
 	}
 	return n
 }

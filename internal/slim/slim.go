@@ -1,6 +1,7 @@
 package slim
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,19 +38,27 @@ func (t *Table) resetIfFull() {
 	}
 }
 
+// share returns the value that the table's map (which pick chooses) holds under key, or keeps and returns the
+// one mk makes when it holds none.
+func share[V any](t *Table, pick func(*Table) map[string]V, key string, mk func() V) V {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.resetIfFull()
+	m := pick(t)
+	if c, ok := m[key]; ok {
+		return c
+	}
+	v := mk()
+	m[key] = v
+	return v
+}
+
 // str is the table's copy of s.
 func (t *Table) str(s string) string {
 	if s == "" {
 		return ""
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.resetIfFull()
-	if c, ok := t.strs[s]; ok {
-		return c
-	}
-	t.strs[s] = s
-	return s
+	return share(t, func(t *Table) map[string]string { return t.strs }, s, func() string { return s })
 }
 
 // labelSet is the table's copy of a set of labels: the pods of one ReplicaSet carry the same set.
@@ -69,58 +78,46 @@ func (t *Table) labelSet(l map[string]string) map[string]string {
 		b.WriteString(l[k])
 		b.WriteByte(0)
 	}
-	key := b.String()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.resetIfFull()
-	if c, ok := t.labels[key]; ok {
-		return c
-	}
-	c := make(map[string]string, len(l))
-	for k, v := range l {
-		c[k] = v
-	}
-	t.labels[key] = c
-	return c
+	return share(t, func(t *Table) map[string]map[string]string { return t.labels }, b.String(), func() map[string]string { return maps.Clone(l) })
 }
 
 // namedPorts is the table's copy of the containers of cs that name ports, each with those ports only (their
 // name, number and protocol): a NetworkPolicy names a pod's port by its name. Nil when no port has a name.
 func (t *Table) namedPorts(cs []corev1.Container) []corev1.Container {
-	var out []corev1.Container
 	var b strings.Builder
 	for _, c := range cs {
-		var ports []corev1.ContainerPort
 		for _, p := range c.Ports {
-			if p.Name == "" {
-				continue
+			if p.Name != "" {
+				b.WriteString(c.Name)
+				b.WriteByte(0)
+				b.WriteString(p.Name)
+				b.WriteByte(0)
+				b.WriteString(strconv.Itoa(int(p.ContainerPort)))
+				b.WriteByte(0)
+				b.WriteString(string(p.Protocol))
+				b.WriteByte(0)
 			}
-			ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.ContainerPort, Protocol: p.Protocol})
-			b.WriteString(c.Name)
-			b.WriteByte(0)
-			b.WriteString(p.Name)
-			b.WriteByte(0)
-			b.WriteString(strconv.Itoa(int(p.ContainerPort)))
-			b.WriteByte(0)
-			b.WriteString(string(p.Protocol))
-			b.WriteByte(0)
-		}
-		if ports != nil {
-			out = append(out, corev1.Container{Name: c.Name, Ports: ports})
 		}
 	}
-	if out == nil {
+	if b.Len() == 0 {
 		return nil
 	}
-	key := b.String()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.resetIfFull()
-	if c, ok := t.containers[key]; ok {
-		return c
-	}
-	t.containers[key] = out
-	return out
+	// Made only when the table has none like it.
+	return share(t, func(t *Table) map[string][]corev1.Container { return t.containers }, b.String(), func() []corev1.Container {
+		var out []corev1.Container
+		for _, c := range cs {
+			var ports []corev1.ContainerPort
+			for _, p := range c.Ports {
+				if p.Name != "" {
+					ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.ContainerPort, Protocol: p.Protocol})
+				}
+			}
+			if ports != nil {
+				out = append(out, corev1.Container{Name: c.Name, Ports: ports})
+			}
+		}
+		return out
+	})
 }
 
 // podAnnotations are the pod annotations Raven reads: its own.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/controller"
@@ -50,28 +51,37 @@ func (h *heldListing) hold(ctx context.Context, f openstack.Filter) error {
 	return nil
 }
 
-// A reconciler behind the gate releases and deletes by the index: it must not run before the index holds
-// every port, or a finished pod's port is not found and its annotation goes without it. The pod reconciler's
-// gate opens before: it serves new pods while the ports are listed, and checks PortsLoaded before a release.
-func TestTheGateOpensOnlyOnceThePortsAreListed(t *testing.T) {
+// startListing starts a sweeper (with a parking place for pods) whose listing of the cluster's ports is held, and
+// returns once that listing has begun, with the pods' repair channel and Start's context. The test's end stops
+// Start.
+func startListing(t *testing.T) (*Sweeper, chan event.GenericEvent, *heldListing, context.Context) {
+	t.Helper()
 	c := newCloud(t)
 	held := &heldListing{Networking: c.n, listing: make(chan struct{}), release: make(chan struct{})}
 	c.m.N = held
-	s, _, _ := c.sweeper(namespaceObj(), podObj("live", "live-uid"))
-	s.Gate, s.PodGate = controller.NewGate(), controller.NewGate()
+	s, pods, _ := c.sweeper(namespaceObj(), podObj("live", "live-uid"))
+	s.Gate, s.PodGate, s.Parked = controller.NewGate(), controller.NewGate(), &controller.Parked{}
 	s.Options.ResyncPeriod = config.Duration{Duration: time.Hour}
 	s.Options.Neutron = config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16", PodSubnetPrefixLength: 24}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = s.Start(ctx) // ended by the deferred cancel; the test checks the gate, not what Start returns
+		_ = s.Start(ctx) // ended at the test's end; the tests check the gates and repairs, not what Start returns
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		<-done
-	}()
+	})
 	<-held.listing
+	return s, pods, held, ctx
+}
+
+// A reconciler behind the gate releases and deletes by the index: it must not run before the index holds
+// every port, or a finished pod's port is not found and its annotation goes without it. The pod reconciler's
+// gate opens before: it serves new pods while the ports are listed, and checks PortsLoaded before a release.
+func TestTheGateOpensOnlyOnceThePortsAreListed(t *testing.T) {
+	s, _, held, ctx := startListing(t)
 	if !s.PodGate.IsOpen() {
 		t.Error("the pods' gate is closed while the ports are being listed: a new leader would serve no new pod until they are")
 	}
@@ -95,24 +105,7 @@ func TestTheGateOpensOnlyOnceThePortsAreListed(t *testing.T) {
 // A pod parked while the ports are listed comes back to its reconciler once they are, and a pod that comes
 // after the listing is not parked.
 func TestPodsParkedDuringTheListingComeBackOnceItIsIn(t *testing.T) {
-	c := newCloud(t)
-	held := &heldListing{Networking: c.n, listing: make(chan struct{}), release: make(chan struct{})}
-	c.m.N = held
-	s, pods, _ := c.sweeper(namespaceObj(), podObj("live", "live-uid"))
-	s.Gate, s.PodGate, s.Parked = controller.NewGate(), controller.NewGate(), &controller.Parked{}
-	s.Options.ResyncPeriod = config.Duration{Duration: time.Hour}
-	s.Options.Neutron = config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16", PodSubnetPrefixLength: 24}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.Start(ctx) // ended by the deferred cancel
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	<-held.listing
+	s, pods, held, _ := startListing(t)
 	parked := types.NamespacedName{Namespace: "ns", Name: "waiting"}
 	if !s.Parked.Park(parked) {
 		t.Fatal("a pod could not be parked while the ports were being listed")
