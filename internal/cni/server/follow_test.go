@@ -51,13 +51,28 @@ func waitEvent(t *testing.T, e *env) string {
 	}
 }
 
-// follow runs the server's Follow for the rest of the test.
+// follow runs the server's Follow for the rest of the test, and returns once Follow watches the pods' updates:
+// an update made before would reach no handler (on a busy machine it did).
 func follow(t *testing.T, e *env) {
 	t.Helper()
+	pods := e.srv.cfg.Pods
+	hooks := func() int { pods.mu.Lock(); defer pods.mu.Unlock(); return len(pods.updated) }
+	before := hooks()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); e.srv.Follow(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(10 * time.Second)
+	for hooks() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("Follow did not watch the pods' updates within 10 s")
+		}
+		select {
+		case <-done:
+			return // Follow has nothing to follow on this node
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // followCase is a change of a running pod's annotation, and what its interface and pod end look like after.
