@@ -63,9 +63,10 @@ func liveHeap() uint64 {
 
 // TestCachedPodCost measures what a cached pod costs in an informer's store (with its index by namespace):
 // 15 pods per namespace over 1,666 nodes, the scale benchmark's shape. The slim pod without shared values
-// cost 3,861 bytes here; the corev1.Pod struct alone is 1,240.
+// cost 3,861 bytes here, and 2,559 with them while it kept its port annotation whole; the corev1.Pod struct
+// alone is 1,240.
 func TestCachedPodCost(t *testing.T) {
-	const n, ceiling = 10000, 2800
+	const n, ceiling = 10000, 2300
 	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	tbl := &Table{}
 	before := liveHeap()

@@ -124,7 +124,8 @@ func (t *Table) namedPorts(cs []corev1.Container) []corev1.Container {
 var podAnnotations = []string{annotations.PodPort, annotations.PodSubnet, annotations.PodPortCheck}
 
 // ravenAnnotations keeps Raven's annotations of all (nil when there is none). The subnet's, the same on every
-// pod of a namespace, is shared.
+// pod of a namespace, is shared; the port's is kept compact (annotations.CompactPort: its ID, network, MAC and
+// addresses, and a digest that annotations.Changes compares with the value the controller would write).
 func (t *Table) ravenAnnotations(all map[string]string) map[string]string {
 	var out map[string]string
 	for _, k := range podAnnotations {
@@ -132,8 +133,11 @@ func (t *Table) ravenAnnotations(all map[string]string) map[string]string {
 			if out == nil {
 				out = make(map[string]string, len(podAnnotations))
 			}
-			if k == annotations.PodSubnet {
+			switch k {
+			case annotations.PodSubnet:
 				v = t.str(v)
+			case annotations.PodPort:
+				v = annotations.CompactPort(v)
 			}
 			out[k] = v
 		}

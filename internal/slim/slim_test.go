@@ -90,6 +90,11 @@ func TestPodsShareRepeatedValues(t *testing.T) {
 	if a.Annotations[annotations.PodPort] == b.Annotations[annotations.PodPort] {
 		t.Error("two pods share a port annotation")
 	}
+	// The port annotation is kept compact, and is still the value the controller would write.
+	whole := decodedPod(t, 0).Annotations[annotations.PodPort]
+	if kept := a.Annotations[annotations.PodPort]; len(kept)*2 > len(whole) || !annotations.Same(kept, whole) {
+		t.Errorf("the cached port annotation %q is not the compact form of %q", kept, whole)
+	}
 	if !reflect.DeepEqual(a.Labels, map[string]string{"app": "web", "pod-template-hash": "7d9f8c6b5"}) {
 		t.Errorf("labels = %v", a.Labels)
 	}

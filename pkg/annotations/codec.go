@@ -31,7 +31,8 @@ func Decode(annos map[string]string, key string, v any) (ok bool, err error) {
 }
 
 // Changes returns the annotation updates (value, or nil to delete) needed to make annos hold want;
-// it is empty when nothing differs, so callers can skip the write.
+// it is empty when nothing differs, so callers can skip the write. annos may hold compact values
+// (CompactPort), as a cached pod does.
 func Changes(annos map[string]string, want map[string]*string) map[string]any {
 	out := map[string]any{}
 	for k, v := range want {
@@ -39,7 +40,7 @@ func Changes(annos map[string]string, want map[string]*string) map[string]any {
 		switch {
 		case v == nil && has:
 			out[k] = nil
-		case v != nil && (!has || cur != *v):
+		case v != nil && (!has || !Same(cur, *v)):
 			out[k] = *v
 		}
 	}
