@@ -36,6 +36,11 @@ const (
 // shape is the cluster of one size.
 type shape struct{ pods, nodes, namespaces int }
 
+// within is how long a phase may wait for what takes d at 50,000 pods or fewer: d, and in proportion above.
+func (s shape) within(d time.Duration) time.Duration {
+	return max(d, d*time.Duration(s.pods)/50000)
+}
+
 func shapeOf(pods int) shape {
 	return shape{pods: pods, nodes: max(3, pods/podsPerNode), namespaces: (pods + podsPerNamespace - 1) / podsPerNamespace}
 }
