@@ -77,6 +77,10 @@ type Reconciler struct {
 	// only after refusalRetry and not before every other change of the plan. In memory only: after a
 	// restart each is asked once more.
 	refusals sync.Map // string → refusal
+
+	// first is the leader's one listing of load balancers and floating IPs that each Service's first reconcile
+	// reads (see firstLook).
+	first firstLook
 }
 
 // Reconcile makes Octavia and Neutron match the Service as it is now. It never waits for Octavia: while
@@ -137,7 +141,8 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	lb, err := r.ensureLoadBalancer(ctx, svc, vip, want, waitSlices)
+	look := r.first.take(ctx, r, string(svc.UID), time.Now())
+	lb, err := r.ensureLoadBalancer(ctx, svc, vip, want, waitSlices, look)
 	if errors.Is(err, errOldDeleting) || errors.Is(err, errSlicesPending) {
 		return reconcile.Result{RequeueAfter: pending}, nil
 	}
@@ -151,7 +156,7 @@ func (r *Reconciler) ensure(ctx context.Context, svc *corev1.Service) (reconcile
 	if lb.ProvisioningStatus != "ACTIVE" {
 		return r.waitForActive(ctx, svc, lb)
 	}
-	return r.build(ctx, svc, vip, lb, want)
+	return r.build(ctx, svc, vip, lb, want, look)
 }
 
 // ownVIPPort is the VIP port Raven makes for a provider that takes one (none for a provider that makes its own).
@@ -182,8 +187,8 @@ func (r *Reconciler) desired(ctx context.Context, svc *corev1.Service) ([]octavi
 }
 
 // build takes an ACTIVE load balancer one step closer to want; once there, it sets up the floating IP and
-// writes the Service's annotations and status.
-func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBalancer, want []octavia.Listener) (reconcile.Result, error) {
+// writes the Service's annotations and status. look is what the first look held of the Service.
+func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBalancer, want []octavia.Listener, look seen) (reconcile.Result, error) {
 	cur, err := octavia.Read(ctx, r.LB, lb.ID)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -217,7 +222,7 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 			"(on the ovn provider each member network needs a network:distributed port: Neutron's [ovn] ovn_metadata_enabled = true with DHCP on the subnet); "+
 			"delete the health monitor and Raven makes a new one", r.Provider.Name, strings.Join(failed, ", ")))
 	}
-	fip, err := r.ensureFloatingIP(ctx, svc, vip)
+	fip, err := r.ensureFloatingIP(ctx, svc, vip, look)
 	if err != nil {
 		r.warn(svc, "FloatingIP", "setting up the floating IP", err)
 		return reconcile.Result{}, err
@@ -356,11 +361,14 @@ var errOldDeleting = errors.New("the old load balancer is still being deleted")
 // (the clusterIP changed), on another provider (the configuration changed) or in ERROR is replaced; of
 // duplicates (a crash between create and the next look) the oldest is kept.
 // waitSlices holds a create on a provider that builds the whole graph at once until the members are known.
-func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service, vip openstack.Port, want []octavia.Listener, waitSlices bool) (*openstack.LoadBalancer, error) {
-	owner := r.owner(svc)
-	lbs, err := octavia.Owned(ctx, r.LB, owner.Tags()[:3])
-	if err != nil {
-		return nil, err
+// The load balancers the first look holds for the Service (look) stand for its own listing.
+func (r *Reconciler) ensureLoadBalancer(ctx context.Context, svc *corev1.Service, vip openstack.Port, want []octavia.Listener, waitSlices bool, look seen) (*openstack.LoadBalancer, error) {
+	lbs := look.lbs
+	if !look.ok {
+		var err error
+		if lbs, err = octavia.Owned(ctx, r.LB, r.owner(svc).Tags()[:3]); err != nil {
+			return nil, err
+		}
 	}
 	keep, deleting, err := r.pick(ctx, svc, vip, lbs)
 	switch {
@@ -488,11 +496,15 @@ func (r *Reconciler) apply(ctx context.Context, svc *corev1.Service, lb *opensta
 }
 
 // ensureFloatingIP makes the Service's floating IP match FloatingIP(): created with the wanted address,
-// associated with the VIP port, moved or released when that changes.
-func (r *Reconciler) ensureFloatingIP(ctx context.Context, svc *corev1.Service, vip openstack.Port) (*openstack.FloatingIP, error) {
+// associated with the VIP port, moved or released when that changes. A Service that wants none, and had none
+// at the first look, has nothing to do.
+func (r *Reconciler) ensureFloatingIP(ctx context.Context, svc *corev1.Service, vip openstack.Port, look seen) (*openstack.FloatingIP, error) {
 	addr, want, ignored := FloatingIP(svc, r.Neutron.C.ExternalSubnet)
 	for _, why := range ignored {
 		r.warn(svc, "ExternalIPIgnored", "choosing the floating IP", errors.New(why))
+	}
+	if !want && look.ok && !look.fip {
+		return nil, nil
 	}
 	fip, change, err := r.Neutron.EnsureFloatingIP(ctx, r.owner(svc), want, addr, vip.ID)
 	for _, a := range change.Released {
