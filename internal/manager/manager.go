@@ -216,7 +216,9 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 			return nil, err
 		}
 		deletes := &octavia.Deletes{}
-		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Provider: prov, Gate: gate, Recorder: recorder,
+		// Services are served once their own ports are listed, while the pods' ports still are.
+		sweeper.ServiceGate = controller.NewGate()
+		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Provider: prov, Gate: sweeper.ServiceGate, Recorder: recorder,
 			Backends: backends, Deletes: deletes}
 		if err := r.SetupWithManager(mgr, min(o.Workers, 8), svcRepairs); err != nil {
 			return nil, err

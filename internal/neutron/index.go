@@ -145,6 +145,28 @@ func (x *Index) Replace(cluster string, s *Snapshot) {
 	}
 }
 
+// ListKind lists the cluster's ports of one kind (one paginated list): at start, the Service ports, so that the
+// Service reconciler can work while every other port is still being listed.
+func ListKind(ctx context.Context, n openstack.Networking, c *Cluster, kind ownership.Kind) (started time.Time, ports []openstack.Port, err error) {
+	started = time.Now()
+	ports, err = n.ListPorts(ctx, openstack.Filter{Tags: ownership.Selector(c.ID, kind)})
+	return started, ports, err
+}
+
+// AddListed records ports that a listing begun at started returned (ListKind), except those Raven changed after
+// it began, as Replace would; the rest of the view stays as it is.
+func (x *Index) AddListed(cluster string, started time.Time, ports []openstack.Port) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, p := range ports {
+		if t, ok := x.touched[p.ID]; ok && t.After(started) {
+			continue // Raven's view is newer
+		}
+		x.dropLocked(p.ID)
+		x.putLocked(cluster, p)
+	}
+}
+
 // PortsLoaded says the index holds every port of the cluster (a full listing was applied); before that it
 // knows only ports this process wrote.
 func (x *Index) PortsLoaded() bool {

@@ -131,3 +131,44 @@ func TestReplaceKeepsChangesMadeWhileListing(t *testing.T) {
 func nsNet(id, uid string) openstack.Network {
 	return openstack.Network{ID: id, Tags: ownership.Owner{Cluster: "c", Kind: ownership.KindNamespace, UID: uid}.Tags()}
 }
+
+// AddListed records a listing of one kind of port as Replace would, but leaves the rest of the view alone: what
+// Raven changed after the listing began wins, and the index still does not hold every port.
+func TestAddListedKeepsChangesMadeWhileListing(t *testing.T) {
+	svc := func(id, uid, ip string) openstack.Port {
+		return openstack.Port{ID: id, NetworkID: "svc", FixedIPs: []openstack.FixedIP{{IPAddress: ip}},
+			Tags: ownership.Owner{Cluster: "c", Kind: ownership.KindService, UID: uid}.Tags()}
+	}
+	pod := openstack.Port{ID: "pod-port", NetworkID: "n", Tags: ownership.Owner{Cluster: "c", Kind: ownership.KindPod, UID: "pod"}.Tags()}
+	x := NewIndex()
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	x.now = func() time.Time { return now }
+	x.PutPort("c", pod) // a new pod's port, made before the listing
+	x.PutPort("c", svc("gone", "s-gone", "10.96.0.9"))
+	now = now.Add(time.Second)
+	started := now
+	now = now.Add(time.Second)
+	x.PutPort("c", svc("changed", "s-changed", "10.96.0.2")) // Raven's newer view of a listed port
+	x.DropPort("gone")                                       // deleted while listing
+	x.AddListed("c", started, []openstack.Port{svc("listed", "s-listed", "10.96.0.1"), svc("changed", "s-changed", "10.96.0.3"),
+		svc("gone", "s-gone", "10.96.0.9"), {ID: "foreign", Tags: ownership.Owner{Cluster: "other", Kind: ownership.KindService, UID: "x"}.Tags()}})
+
+	if ps := x.PortsOf("s-listed"); len(ps) != 1 {
+		t.Errorf("the listed port is not in the index: %v", ps)
+	}
+	if ps := x.PortsOf("s-changed"); len(ps) != 1 || ps[0].FixedIPs[0].IPAddress != "10.96.0.2" {
+		t.Errorf("a port changed while listing is %v, want Raven's view (10.96.0.2)", ps)
+	}
+	if ps := x.PortsOf("s-gone"); len(ps) != 0 {
+		t.Errorf("a port deleted while listing came back: %v", ps)
+	}
+	if x.Known("foreign") {
+		t.Error("another cluster's port is in the index")
+	}
+	if ps := x.PortsOf("pod"); len(ps) != 1 {
+		t.Errorf("the pod's port, not of the listed kind, is %v", ps)
+	}
+	if x.PortsLoaded() {
+		t.Error("the index says it holds every port after a listing of one kind")
+	}
+}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/controller"
+	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
 )
 
 // heldListing holds the listing of the cluster's ports until release is closed, and closes listing when it
@@ -38,9 +40,9 @@ func (h *heldListing) EachPortPage(ctx context.Context, f openstack.Filter, fn f
 	return h.Networking.EachPortPage(ctx, f, fn)
 }
 
-// hold holds a listing of the cluster's ports until release is closed.
+// hold holds the listing of every port of the cluster (by the cluster's tag alone) until release is closed.
 func (h *heldListing) hold(ctx context.Context, f openstack.Filter) error {
-	if len(f.Tags) > 0 && f.DeviceID == "" {
+	if len(f.Tags) == 1 && f.DeviceID == "" {
 		h.once.Do(func() { close(h.listing) })
 		select {
 		case <-h.release:
@@ -52,9 +54,9 @@ func (h *heldListing) hold(ctx context.Context, f openstack.Filter) error {
 }
 
 // startListing starts a sweeper (with a parking place for pods) whose listing of the cluster's ports is held, and
-// returns once that listing has begun, with the pods' repair channel and Start's context. The test's end stops
-// Start.
-func startListing(t *testing.T) (*Sweeper, chan event.GenericEvent, *heldListing, context.Context) {
+// returns once that listing has begun, with the pods' repair channel and Start's context. before, when given,
+// runs before Start. The test's end stops Start.
+func startListing(t *testing.T, before ...func(*cloud, *Sweeper)) (*Sweeper, chan event.GenericEvent, *heldListing, context.Context) {
 	t.Helper()
 	c := newCloud(t)
 	held := &heldListing{Networking: c.n, listing: make(chan struct{}), release: make(chan struct{})}
@@ -63,6 +65,9 @@ func startListing(t *testing.T) (*Sweeper, chan event.GenericEvent, *heldListing
 	s.Gate, s.PodGate, s.Parked = controller.NewGate(), controller.NewGate(), &controller.Parked{}
 	s.Options.ResyncPeriod = config.Duration{Duration: time.Hour}
 	s.Options.Neutron = config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16", PodSubnetPrefixLength: 24}
+	for _, f := range before {
+		f(c, s)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -104,6 +109,32 @@ func TestTheGateOpensOnlyOnceThePortsAreListed(t *testing.T) {
 
 // A pod parked while the ports are listed comes back to its reconciler once they are, and a pod that comes
 // after the listing is not parked.
+// The Service reconciler finds a VIP port in the index or asks Neutron, and deletes only what it found: its gate
+// opens once the Service ports are in the index, while every other port is still being listed (at a cold start
+// with 50,000 pods, that listing is most of it).
+func TestTheServiceGateOpensOnceTheServicePortsAreListed(t *testing.T) {
+	var vip string
+	s, _, held, _ := startListing(t, func(c *cloud, s *Sweeper) {
+		s.ServiceGate = controller.NewGate()
+		p, err := c.n.CreatePort(context.Background(), openstack.PortSpec{NetworkID: c.net.ID, DeviceOwner: neutron.VIPDeviceOwner,
+			Tags: ownership.Owner{Cluster: "c1", Kind: ownership.KindService, UID: "svc-uid"}.Tags()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vip = p.ID
+	})
+	if !s.ServiceGate.IsOpen() {
+		t.Error("the Service gate is closed while the other ports are being listed")
+	}
+	if ports := s.Neutron.X.PortsOf("svc-uid"); len(ports) != 1 || ports[0].ID != vip {
+		t.Errorf("the index holds %v for the Service, want its VIP port %s", ports, vip)
+	}
+	if s.Gate.IsOpen() || s.Neutron.X.PortsLoaded() {
+		t.Error("the gate is open, or the index says it holds every port, while the ports are being listed")
+	}
+	close(held.release)
+}
+
 func TestPodsParkedDuringTheListingComeBackOnceItIsIn(t *testing.T) {
 	s, pods, held, _ := startListing(t)
 	parked := types.NamespacedName{Namespace: "ns", Name: "waiting"}

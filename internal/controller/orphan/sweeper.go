@@ -39,6 +39,10 @@ type Sweeper struct {
 	// the lease, whatever the number of ports.
 	Gate    *controller.Gate
 	PodGate *controller.Gate
+	// ServiceGate (when set) opens once the Service ports are listed, before the others: the Service reconciler
+	// finds a Service's VIP port in the index or asks Neutron for it, and deletes only what it found, so it
+	// needs no other port; at a cold start it then reads Octavia while the pods' ports are listed.
+	ServiceGate *controller.Gate
 	// Parked holds the pods that wait for the port listing; they go to PodRepairs once it is in (nil: none).
 	Parked  *controller.Parked
 	Metrics *metrics.Metrics
@@ -123,48 +127,15 @@ func (s *Sweeper) sendParked(ctx context.Context) bool {
 // NeedLeaderElection returns true: only the leader writes.
 func (s *Sweeper) NeedLeaderElection() bool { return true }
 
-// Start ensures the cluster objects, loads the index, opens the gate and then resyncs periodically.
+// Start ensures the cluster objects, loads the index, opens the gates and then resyncs periodically.
 func (s *Sweeper) Start(ctx context.Context) error {
 	log := klog.FromContext(ctx).WithName("resync")
 	ctx = klog.NewContext(ctx, log)
 	if s.CacheSynced != nil && !s.CacheSynced(ctx) {
 		return ctx.Err()
 	}
-	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
-	// First the cluster objects and the namespace networks (a few calls).
-	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		c, err := neutron.EnsureCluster(ctx, s.Neutron.N, s.Options.ClusterID, s.Options.Neutron, s.WithServices)
-		if err != nil {
-			log.Error(err, "Ensuring the cluster's Neutron objects; will retry")
-			return false, nil
-		}
-		*s.Neutron.C = *c
-		snap, err := neutron.ListNetworks(ctx, s.Neutron.N, s.Neutron.C)
-		if err != nil {
-			log.Error(err, "Loading the cluster's Neutron networks; will retry")
-			return false, nil
-		}
-		s.Neutron.X.Replace(s.Options.ClusterID, snap)
-		return true, nil
-	})
-	if err != nil {
+	if !s.load(ctx) {
 		return nil // context ended
-	}
-	log.Info("Cluster's Neutron objects ready", "router", s.Neutron.C.RouterID, "subnetPool", s.Neutron.C.SubnetPoolID,
-		"networks", len(s.Neutron.X.Networks()), "tagsOnPortCreate", s.Neutron.C.Caps.TagsOnPortCreate)
-	if s.PodGate != nil {
-		s.PodGate.Open()
-	}
-	// Then every port, before the gate opens: the namespace, Service and NetworkPolicy reconcilers delete by the
-	// index, and one that found nothing there would let a port out of sight. The pod reconciler checks for
-	// itself (neutron.Index.PortsLoaded).
-	err = wait.ExponentialBackoffWithContext(ctx, backoff, s.loadPorts)
-	if err != nil {
-		return nil
-	}
-	if p := s.Neutron.P; p != nil {
-		p.Start(ctx, 4)
-		p.Offer(s.Neutron.X.Claims())
 	}
 	log.Info("Neutron view loaded; ready for new work", "networks", len(s.Neutron.X.Networks()), "ports", s.Neutron.X.CountOfKind(ownership.KindPod))
 	s.Gate.Open()
@@ -191,6 +162,71 @@ func (s *Sweeper) Start(ctx context.Context) error {
 		first = false
 	}, s.Options.ResyncPeriod.Duration)
 	return nil
+}
+
+// load ensures the cluster objects and loads the index, opening the pods' gate, then the Services', on the way;
+// each step is tried until it passes. It is false when ctx ended.
+func (s *Sweeper) load(ctx context.Context) bool {
+	log := klog.FromContext(ctx)
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 30 * time.Second}
+	// First the cluster objects and the namespace networks (a few calls).
+	if err := wait.ExponentialBackoffWithContext(ctx, backoff, s.loadNetworks); err != nil {
+		return false
+	}
+	log.Info("Cluster's Neutron objects ready", "router", s.Neutron.C.RouterID, "subnetPool", s.Neutron.C.SubnetPoolID,
+		"networks", len(s.Neutron.X.Networks()), "tagsOnPortCreate", s.Neutron.C.Caps.TagsOnPortCreate)
+	if s.PodGate != nil {
+		s.PodGate.Open()
+	}
+	if s.ServiceGate != nil {
+		if err := wait.ExponentialBackoffWithContext(ctx, backoff, s.loadServicePorts); err != nil {
+			return false
+		}
+		s.ServiceGate.Open()
+	}
+	// Then every port, before the gate opens: the namespace and NetworkPolicy reconcilers delete by the index, and
+	// one that found nothing there would let a port out of sight. The pod reconciler checks for itself
+	// (neutron.Index.PortsLoaded).
+	if err := wait.ExponentialBackoffWithContext(ctx, backoff, s.loadPorts); err != nil {
+		return false
+	}
+	if p := s.Neutron.P; p != nil {
+		p.Start(ctx, 4)
+		p.Offer(s.Neutron.X.Claims())
+	}
+	return true
+}
+
+// loadNetworks ensures the cluster's Neutron objects and lists the namespace networks into the index; false
+// (and a log line) when Neutron failed, to be tried again.
+func (s *Sweeper) loadNetworks(ctx context.Context) (bool, error) {
+	log := klog.FromContext(ctx)
+	c, err := neutron.EnsureCluster(ctx, s.Neutron.N, s.Options.ClusterID, s.Options.Neutron, s.WithServices)
+	if err != nil {
+		log.Error(err, "Ensuring the cluster's Neutron objects; will retry")
+		return false, nil
+	}
+	*s.Neutron.C = *c
+	snap, err := neutron.ListNetworks(ctx, s.Neutron.N, s.Neutron.C)
+	if err != nil {
+		log.Error(err, "Loading the cluster's Neutron networks; will retry")
+		return false, nil
+	}
+	s.Neutron.X.Replace(s.Options.ClusterID, snap)
+	return true, nil
+}
+
+// loadServicePorts lists the cluster's Service ports into the index; false (and a log line) when Neutron failed,
+// to be tried again.
+func (s *Sweeper) loadServicePorts(ctx context.Context) (bool, error) {
+	started, ports, err := neutron.ListKind(ctx, s.Neutron.N, s.Neutron.C, ownership.KindService)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Loading the cluster's Service ports; will retry")
+		return false, nil
+	}
+	s.Neutron.X.AddListed(s.Options.ClusterID, started, ports)
+	klog.FromContext(ctx).Info("Service ports loaded; Services are served while the other ports are listed", "ports", len(ports))
+	return true, nil
 }
 
 // loadPorts lists every port of the cluster into the index; false (and a log line) when Neutron failed, to be
