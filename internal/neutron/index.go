@@ -81,6 +81,11 @@ type Snapshot struct {
 	RouterPorts []openstack.Port // interfaces of the cluster router
 	// WithPorts says Ports were listed (ListNetworks leaves them out).
 	WithPorts bool
+	// AttachedSubnets are subnets known to be on the cluster router without a listing of its interfaces (nil when
+	// RouterPorts were listed): at start, the subnets of the namespaces whose annotations say so, since the
+	// namespace reconciler writes them once the interface is added. The router's interfaces, one per namespace,
+	// are listed with the ports.
+	AttachedSubnets map[string]bool
 	// Annotated are the pods' port annotations (by port ID) as the pods' cache held them before the listing: a
 	// pool port claimed in memory and in its pod's annotation only, whose tags Raven never wrote (it stopped),
 	// is that pod's, not free.
@@ -117,17 +122,27 @@ func List(ctx context.Context, n openstack.Networking, c *Cluster) (*Snapshot, e
 }
 
 // ListNetworks reads the namespace networks, their subnets and the router's interfaces (three list calls),
-// without the pod ports: enough to serve new pods while the ports are listed.
+// without the pod ports.
 func ListNetworks(ctx context.Context, n openstack.Networking, c *Cluster) (*Snapshot, error) {
+	s, err := ListNamespaceNetworks(ctx, n, c)
+	if err != nil {
+		return nil, err
+	}
+	if s.RouterPorts, err = n.ListPorts(ctx, openstack.Filter{DeviceID: c.RouterID}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ListNamespaceNetworks reads the namespace networks and their subnets (two list calls): with AttachedSubnets,
+// enough to serve new pods while the ports, and the router's interfaces among them, are listed.
+func ListNamespaceNetworks(ctx context.Context, n openstack.Networking, c *Cluster) (*Snapshot, error) {
 	s := &Snapshot{Started: time.Now()}
 	var err error
 	if s.Networks, err = n.ListNetworks(ctx, openstack.Filter{Tags: ownership.Selector(c.ID, ownership.KindNamespace)}); err != nil {
 		return nil, err
 	}
 	if s.Subnets, err = n.ListSubnets(ctx, openstack.Filter{Tags: ownership.Selector(c.ID, ownership.KindNamespace)}); err != nil {
-		return nil, err
-	}
-	if s.RouterPorts, err = n.ListPorts(ctx, openstack.Filter{DeviceID: c.RouterID}); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -218,6 +233,11 @@ func namespaceNets(cluster string, s *Snapshot) map[string]*NamespaceNet {
 		}
 	}
 	markAttached(nets, s.RouterPorts)
+	for _, nn := range nets {
+		if nn.Subnet != nil && s.AttachedSubnets[nn.Subnet.ID] {
+			nn.Attached = true
+		}
+	}
 	return nets
 }
 

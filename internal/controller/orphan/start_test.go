@@ -3,10 +3,12 @@ package orphan
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -16,6 +18,7 @@ import (
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // heldListing holds the listing of the cluster's ports until release is closed, and closes listing when it
@@ -24,9 +27,14 @@ type heldListing struct {
 	openstack.Networking
 	once             sync.Once
 	listing, release chan struct{}
+	// routerListings counts the listings of a device's ports (the router's interfaces).
+	routerListings atomic.Int32
 }
 
 func (h *heldListing) ListPorts(ctx context.Context, f openstack.Filter) ([]openstack.Port, error) {
+	if f.DeviceID != "" {
+		h.routerListings.Add(1)
+	}
 	if err := h.hold(ctx, f); err != nil {
 		return nil, err
 	}
@@ -133,6 +141,54 @@ func TestTheServiceGateOpensOnceTheServicePortsAreListed(t *testing.T) {
 		t.Error("the gate is open, or the index says it holds every port, while the ports are being listed")
 	}
 	close(held.release)
+}
+
+// A new leader serves new pods as soon as it has listed the namespace networks, trusting the namespaces'
+// annotations to say which subnets are on the router: the router's interfaces, one per namespace, are listed
+// with the ports. A namespace without them waits for that listing.
+func TestANewLeaderTrustsTheNamespacesAnnotationsForTheRouter(t *testing.T) {
+	s, _, held, ctx := startListing(t, func(c *cloud, s *Sweeper) {
+		if _, err := c.m.EnsureNamespace(context.Background(), "bare-uid", "bare"); err != nil {
+			t.Fatal(err)
+		}
+		bare := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bare", UID: "bare-uid"}} // the sweep keeps its network
+		if err := s.Client.(client.Client).Create(context.Background(), bare); err != nil {
+			t.Fatal(err)
+		}
+		ns := namespaceObj()
+		for k, v := range map[string]any{annotations.NamespaceNetwork: annotations.Network{ID: c.net.ID, RouterID: c.m.C.RouterID},
+			annotations.NamespaceSubnet: annotations.Subnet{ID: c.subnet.ID}} {
+			enc, err := annotations.Encode(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			metav1.SetMetaDataAnnotation(&ns.ObjectMeta, k, enc)
+		}
+		if err := s.Client.(client.Client).Update(context.Background(), ns); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := s.PodGate.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if nn := s.Neutron.X.Network("ns-uid"); nn == nil || !nn.Attached {
+		t.Errorf("the annotated namespace's network is %+v while the ports are listed, want it attached", nn)
+	}
+	if nn := s.Neutron.X.Network("bare-uid"); nn == nil || nn.Attached {
+		t.Errorf("a namespace without annotations: %+v, want its network known and not attached until the router's interfaces are listed", nn)
+	}
+	if n := held.routerListings.Load(); n != 1 {
+		t.Errorf("the router's interfaces were listed %d times by the time the ports were, want once (with the ports)", n)
+	}
+	close(held.release)
+	wait, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	if err := s.Gate.Wait(wait); err != nil {
+		t.Fatalf("the gate did not open once the ports were listed: %v", err)
+	}
+	if nn := s.Neutron.X.Network("bare-uid"); nn == nil || !nn.Attached {
+		t.Errorf("once every port is listed, the other namespace's network is %+v, want it attached", nn)
+	}
 }
 
 func TestPodsParkedDuringTheListingComeBackOnceItIsIn(t *testing.T) {

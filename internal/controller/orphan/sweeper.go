@@ -207,13 +207,41 @@ func (s *Sweeper) loadNetworks(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	*s.Neutron.C = *c
-	snap, err := neutron.ListNetworks(ctx, s.Neutron.N, s.Neutron.C)
+	snap, err := neutron.ListNamespaceNetworks(ctx, s.Neutron.N, s.Neutron.C)
 	if err != nil {
 		log.Error(err, "Loading the cluster's Neutron networks; will retry")
 		return false, nil
 	}
+	if snap.AttachedSubnets, err = s.annotatedSubnets(ctx); err != nil {
+		log.Error(err, "Reading the namespaces' network annotations; will retry")
+		return false, nil
+	}
 	s.Neutron.X.Replace(s.Options.ClusterID, snap)
 	return true, nil
+}
+
+// annotatedSubnets are the subnets that namespaces' annotations put on the cluster router: the namespace
+// reconciler writes them once the router has an interface on the subnet. A new leader trusts them until the
+// router's interfaces are listed with the ports (one per namespace: at 6,667 namespaces, seconds that the
+// first pods would wait).
+func (s *Sweeper) annotatedSubnets(ctx context.Context) (map[string]bool, error) {
+	var nss corev1.NamespaceList
+	if err := s.Client.List(ctx, &nss); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for i := range nss.Items {
+		var net annotations.Network
+		var sub annotations.Subnet
+		a := nss.Items[i].Annotations
+		if ok, err := annotations.Decode(a, annotations.NamespaceNetwork, &net); !ok || err != nil || net.RouterID != s.Neutron.C.RouterID {
+			continue
+		}
+		if ok, err := annotations.Decode(a, annotations.NamespaceSubnet, &sub); ok && err == nil && sub.ID != "" {
+			out[sub.ID] = true
+		}
+	}
+	return out, nil
 }
 
 // loadServicePorts lists the cluster's Service ports into the index; false (and a log line) when Neutron failed,
