@@ -90,7 +90,7 @@ func TestAReplaceDropsTheSharedValuesOfGonePorts(t *testing.T) {
 // arrives, and that the index keeps the listing's table: a port put after the listing shares with the listed.
 func TestListedPortsShareAsTheyArrive(t *testing.T) {
 	n := fake.NewNeutron()
-	for i := range openstack.PageSize + 1 { // two pages
+	for i := range openstack.PortPageSize + 1 { // two pages
 		p := decoded(fmt.Sprint(i), fmt.Sprintf("p%d", i), "node-1")
 		n.Ports[p.ID] = &p
 	}
@@ -98,8 +98,8 @@ func TestListedPortsShareAsTheyArrive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Ports) != openstack.PageSize+1 {
-		t.Fatalf("listed %d ports, want %d", len(s.Ports), openstack.PageSize+1)
+	if len(s.Ports) != openstack.PortPageSize+1 {
+		t.Fatalf("listed %d ports, want %d", len(s.Ports), openstack.PortPageSize+1)
 	}
 	first, last := s.Ports[0], s.Ports[len(s.Ports)-1]
 	if !sameMemory(first.NetworkID, last.NetworkID) || !sameMemory(first.HostID, last.HostID) || first.Extra != nil {

@@ -51,9 +51,9 @@ func TestListsComeInPages(t *testing.T) {
 		ports, pages int
 	}{
 		{0, 1},
-		{PageSize - 1, 1},
-		{PageSize, 1},
-		{2*PageSize + 500, 3},
+		{PortPageSize - 1, 1},
+		{PortPageSize, 1},
+		{2*PortPageSize + 50, 3},
 	} {
 		t.Run(strconv.Itoa(tc.ports), func(t *testing.T) {
 			var limits []string
@@ -76,8 +76,8 @@ func TestListsComeInPages(t *testing.T) {
 				seen[p.ID] = true
 			}
 			for _, l := range limits {
-				if l != strconv.Itoa(PageSize) {
-					t.Fatalf("a page asked for limit=%q, want %d", l, PageSize)
+				if l != strconv.Itoa(PortPageSize) {
+					t.Fatalf("a page asked for limit=%q, want %d", l, PortPageSize)
 				}
 			}
 			if tc.ports > 0 && len(limits) < tc.pages {
@@ -104,7 +104,7 @@ func TestAPageThatIsNotJSONFailsTheList(t *testing.T) {
 // order, and never more than a page at a time.
 func TestEachPortPageHandsOverEachPage(t *testing.T) {
 	var limits []string
-	const n = 2*PageSize + 500
+	const n = 2*PortPageSize + 50
 	srv := pagedPorts(t, n, &limits)
 	defer srv.Close()
 	c := &gophercloud.ServiceClient{ProviderClient: &gophercloud.ProviderClient{HTTPClient: *srv.Client()},
@@ -123,7 +123,7 @@ func TestEachPortPageHandsOverEachPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []int{PageSize, PageSize, 500}; !slices.Equal(sizes, want) {
+	if want := []int{PortPageSize, PortPageSize, 50}; !slices.Equal(sizes, want) {
 		t.Fatalf("pages of %v ports, want %v", sizes, want)
 	}
 }

@@ -32,7 +32,7 @@ const SubportOwner = "trunk:subport"
 
 func (n *neutron) PortsWithAddress(ctx context.Context, subnetID, ip string) ([]Port, error) {
 	return allPages[Port](ctx, "neutron port list",
-		ports.List(n.c, ports.ListOpts{Limit: PageSize, FixedIPs: []ports.FixedIPOpts{{SubnetID: subnetID, IPAddress: ip}}}),
+		ports.List(n.c, ports.ListOpts{Limit: PortPageSize, FixedIPs: []ports.FixedIPOpts{{SubnetID: subnetID, IPAddress: ip}}}),
 		ports.ExtractPortsInto)
 }
 

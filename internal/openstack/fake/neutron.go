@@ -457,13 +457,13 @@ func (n *Neutron) ListPorts(_ context.Context, f openstack.Filter) ([]openstack.
 	return out, nil
 }
 
-// EachPortPage implements openstack.Networking: the ports ListPorts returns, in pages of openstack.PageSize.
+// EachPortPage implements openstack.Networking: the ports ListPorts returns, in pages of openstack.PortPageSize.
 func (n *Neutron) EachPortPage(ctx context.Context, f openstack.Filter, fn func([]openstack.Port)) error {
 	all, err := n.ListPorts(ctx, f)
 	if err != nil {
 		return err
 	}
-	for page := range slices.Chunk(all, openstack.PageSize) {
+	for page := range slices.Chunk(all, openstack.PortPageSize) {
 		fn(page)
 	}
 	return nil

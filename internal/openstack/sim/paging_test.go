@@ -16,10 +16,10 @@ func TestListsComeInPages(t *testing.T) {
 		ports, pages int
 	}{
 		{0, 1},
-		{999, 1},
-		{1000, 1},
-		{1001, 2},
-		{2500, 3},
+		{openstack.PortPageSize - 1, 1},
+		{openstack.PortPageSize, 1},
+		{openstack.PortPageSize + 1, 2},
+		{2*openstack.PortPageSize + 50, 3},
 	} {
 		t.Run(fmt.Sprint(tc.ports), func(t *testing.T) {
 			e := start(t, sim.Model{})
