@@ -4,6 +4,7 @@ package scale
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -17,7 +18,7 @@ func num(m map[string]any, phase, key string) float64 {
 	case int64:
 		return float64(v)
 	}
-	return 0
+	return math.NaN() // a phase not run, or a figure it has not
 }
 
 // curve compares each size with the one before: how much Raven's costs grew as the pods grew.
@@ -27,10 +28,10 @@ func curve(sizes []map[string]any) []map[string]any {
 		a, b := sizes[i-1], sizes[i]
 		pods := float64(b["pods"].(int)) / float64(a["pods"].(int))
 		ratio := func(phase, key string) float64 {
-			if x := num(a, phase, key); x > 0 {
-				return num(b, phase, key) / x
+			if x, y := num(a, phase, key), num(b, phase, key); x > 0 && !math.IsNaN(y) {
+				return y / x
 			}
-			return 0
+			return 0 // a phase not run at one of the two sizes
 		}
 		out = append(out, map[string]any{
 			"from": a["pods"], "to": b["pods"], "pods_ratio": pods,

@@ -31,6 +31,7 @@ import (
 
 var (
 	sizesFlag   = flag.String("scale.sizes", "1000,10000,50000", "pod counts, grown one after the other in one cluster")
+	phasesFlag  = flag.String("scale.phases", "steady,coldstart,failover,churn", "the phases measured at each size once grown, in this order")
 	modelFlag   = flag.String("scale.model", "bench/results/scale/model.json", "the simulator's latency model (make bench-calibrate), from the repository root")
 	outFlag     = flag.String("scale.out", "bench/results/scale", "where the results go, from the repository root")
 	churnSecs   = flag.Int("scale.churn-seconds", 60, "length of the churn phase")
@@ -216,10 +217,16 @@ func (b *bench) size(ctx context.Context, t *testing.T, from, to shape) map[stri
 	r := map[string]any{"pods": to.pods, "nodes": to.nodes, "namespaces": to.namespaces, "services": to.namespaces,
 		"endpoints": to.pods, "node_namespace_pairs": to.nodes * to.namespaces}
 	b.growPhase(ctx, t, from, to, r)
-	b.steadyPhase(ctx, t, to, r)
-	b.coldStartPhase(ctx, t, to, r)
-	b.failoverPhase(ctx, t, to, r)
-	b.churnPhase(ctx, t, to, r)
+	phases := map[string]func(context.Context, *testing.T, shape, map[string]any){
+		"steady": b.steadyPhase, "coldstart": b.coldStartPhase, "failover": b.failoverPhase, "churn": b.churnPhase,
+	}
+	for _, name := range strings.Split(*phasesFlag, ",") {
+		phase, ok := phases[strings.TrimSpace(name)]
+		if !ok {
+			t.Fatalf("-scale.phases: no phase %q", name)
+		}
+		phase(ctx, t, to, r)
+	}
 	return r
 }
 
