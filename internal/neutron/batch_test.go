@@ -25,7 +25,7 @@ func TestBatcher(t *testing.T) {
 		if _, err := b.Create(ctx, openstack.PortSpec{NetworkID: net.ID}); err != nil {
 			t.Fatal(err)
 		}
-		if n.Calls["CreatePort"] != 1 || n.Calls["CreatePorts"] != 0 {
+		if n.Called("CreatePort") != 1 || n.Called("CreatePorts") != 0 {
 			t.Fatalf("calls %v", n.Calls)
 		}
 	})
@@ -52,7 +52,7 @@ func TestBatcher(t *testing.T) {
 			}
 			seen[id] = true
 		}
-		if calls := n.Calls["CreatePort"] + n.Calls["CreatePorts"]; calls > 10 {
+		if calls := n.Called("CreatePort") + n.Called("CreatePorts"); calls > 10 {
 			t.Fatalf("%d requests for 100 ports", calls)
 		}
 		if created != 101 {

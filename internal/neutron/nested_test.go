@@ -80,7 +80,7 @@ func TestTrunksAttach(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n, nodes, trunks := vmNeutron(t)
 			ports, on := tc.before(t, n, trunks)
-			adds := n.Calls["AddSubports"]
+			adds := n.Called("AddSubports")
 			x := &Trunks{N: n, WorkerSubnetID: "workers"}
 			for i, p := range ports {
 				s, err := x.Attach(ctx, nodes[on[i]], p)
@@ -91,7 +91,7 @@ func TestTrunksAttach(t *testing.T) {
 					t.Errorf("port %d on %s: %+v, want VLAN %d on trunk %s", i, on[i], s, tc.want[i], trunks[on[i]].ID)
 				}
 			}
-			if got := n.Calls["AddSubports"] - adds; got != tc.adds {
+			if got := n.Called("AddSubports") - adds; got != tc.adds {
 				t.Errorf("%d add_subports calls, want %d", got, tc.adds)
 			}
 		})

@@ -230,7 +230,7 @@ func TestConcurrentReleasesSendOneDelete(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := n.Calls["DeletePort"]; got != 1 {
+	if got := n.Called("DeletePort"); got != 1 {
 		t.Errorf("%d DELETEs for one port released by 8 workers at once, want 1", got)
 	}
 	if left := m.X.PortsOf("uid-1"); len(left) != 0 {
@@ -319,7 +319,7 @@ func TestReleaseRecyclesIntoThePool(t *testing.T) {
 			if m.X.FreeIn(nn.Network.ID, "") != 1 {
 				t.Fatalf("free ports in the index = %d, want 1", m.X.FreeIn(nn.Network.ID, ""))
 			}
-			if n.Calls["DeletePort"] != 0 {
+			if n.Called("DeletePort") != 0 {
 				t.Fatal("a recycled port must not be deleted")
 			}
 		})
@@ -339,8 +339,8 @@ func TestReleaseLeavesAPortThatChangedHands(t *testing.T) {
 	if err != nil || done {
 		t.Fatalf("release = %v, %v; want nothing done", done, err)
 	}
-	if _, err := n.GetPort(ctx, port.ID); err != nil || n.Calls["DeletePort"] != 0 {
-		t.Fatalf("the new owner's port was deleted (%v, %d deletes)", err, n.Calls["DeletePort"])
+	if _, err := n.GetPort(ctx, port.ID); err != nil || n.Called("DeletePort") != 0 {
+		t.Fatalf("the new owner's port was deleted (%v, %d deletes)", err, n.Called("DeletePort"))
 	}
 }
 
@@ -370,7 +370,7 @@ func TestRecyclingStopsAtMax(t *testing.T) {
 	if free := m.X.FreeIn(nn.Network.ID, ""); free != 2 {
 		t.Errorf("%d free ports after 6 releases into a pool of at most 2, want 2", free)
 	}
-	if n.Calls["DeletePort"] != 4 {
-		t.Errorf("%d deletes, want the 4 ports the pool had no room for", n.Calls["DeletePort"])
+	if n.Called("DeletePort") != 4 {
+		t.Errorf("%d deletes, want the 4 ports the pool had no room for", n.Called("DeletePort"))
 	}
 }

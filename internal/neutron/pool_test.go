@@ -341,13 +341,13 @@ func TestPerNodePools(t *testing.T) {
 			if tc.nameFailures > 0 {
 				n.Fail("UpdatePort", tc.nameFailures, serverError)
 			}
-			updates, tags := n.Calls["UpdatePort"], n.Calls["ReplaceTags"]
+			updates, tags := n.Called("UpdatePort"), n.Called("ReplaceTags")
 			port, ok, err := m.P.Take(ctx, nn, pod, owner)
 			if err != nil || !ok || port.ID != free.ID || port.HostID != "node-a" {
 				t.Fatalf("Take = %s on %q, %v, %v; want the free port bound to node-a (node-b's is %s)", port.ID, port.HostID, ok, err, other.ID)
 			}
-			if n.Calls["UpdatePort"] != updates || n.Calls["ReplaceTags"] != tags {
-				t.Fatalf("Take made %d port updates and %d tag requests, want none", n.Calls["UpdatePort"]-updates, n.Calls["ReplaceTags"]-tags)
+			if n.Called("UpdatePort") != updates || n.Called("ReplaceTags") != tags {
+				t.Fatalf("Take made %d port updates and %d tag requests, want none", n.Called("UpdatePort")-updates, n.Called("ReplaceTags")-tags)
 			}
 			if m.X.FreeIn(nn.Network.ID, "node-b") != 1 || m.X.FreeIn(nn.Network.ID, "node-a") != 0 {
 				t.Fatal("the take used another node's pool")
@@ -408,10 +408,10 @@ func TestTendRefillsOnlyPoolsOfTheConfiguredKind(t *testing.T) {
 			other = ""
 		}
 		boundPoolPort(t, n, m, nn, other)
-		creates := n.Calls["CreatePorts"]
+		creates := n.Called("CreatePorts")
 		m.P.Tend(ctx, []NamespaceNet{*nn}, time.Now())
 		eventually(t, "refills to end", func() bool { return m.P.Refilling() == 0 })
-		if n.Calls["CreatePorts"] != creates || m.X.FreeIn(nn.Network.ID, other) != 1 {
+		if n.Called("CreatePorts") != creates || m.X.FreeIn(nn.Network.ID, other) != 1 {
 			t.Fatalf("perNode %v: Tend refilled the pool for %q, which the setting does not keep", perNode, other)
 		}
 		cancel()

@@ -81,7 +81,7 @@ func TestEnsurePortKeepsTheAddressOfAVanishedPort(t *testing.T) {
 				}
 			}
 			relist(ctx, t, n, m)
-			creates := n.Calls["CreatePort"]
+			creates := n.Called("CreatePort")
 
 			pod.Keep = keep
 			port, _, err := m.EnsurePort(ctx, pod, nn, gone.ID)
@@ -90,7 +90,7 @@ func TestEnsurePortKeepsTheAddressOfAVanishedPort(t *testing.T) {
 			}
 			checkANewPortOfThePod(t, port, gone, pod)
 			checkTheAddressIsKeptOnlyIf(t, port, keep, tc.wantSame)
-			if got := n.Calls["CreatePort"] - creates; got != tc.wantCreates {
+			if got := n.Called("CreatePort") - creates; got != tc.wantCreates {
 				t.Errorf("%d port creates, want %d", got, tc.wantCreates)
 			}
 			checkThePodHasOnePort(t, n, pod)

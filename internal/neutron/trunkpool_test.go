@@ -54,12 +54,12 @@ func TestTrunkPoolsAttachInAdvance(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n, m, nn, vms, trunks := trunkPoolSetup(ctx, t, 4)
-	creates, adds := n.Calls["CreatePorts"], n.Calls["AddSubports"]
+	creates, adds := n.Called("CreatePorts"), n.Called("AddSubports")
 	warmTrunkPool(ctx, t, m, nn, vms["vm-1"], 4)
-	if got := n.Calls["CreatePorts"] - creates; got != 1 {
+	if got := n.Called("CreatePorts") - creates; got != 1 {
 		t.Errorf("%d bulk creates filled the pool, want 1", got)
 	}
-	if got := n.Calls["AddSubports"] - adds; got != 2 {
+	if got := n.Called("AddSubports") - adds; got != 2 {
 		t.Errorf("%d add_subports calls attached the first pod's port and the pool, want 2", got)
 	}
 	n.Lock()
@@ -286,10 +286,10 @@ func TestATrunkPoolRefillsOnlyOnceItsNodeIsKnown(t *testing.T) {
 	m.T = &Trunks{N: n, WorkerSubnetID: "workers"}
 	m.P = &Pools{M: m, Cfg: m.P.Cfg}
 	m.P.Start(ctx, 1)
-	creates := n.Calls["CreatePorts"]
+	creates := n.Called("CreatePorts")
 	m.P.Tend(ctx, []NamespaceNet{*nn}, time.Now())
 	eventually(t, "the tend's refill to end", func() bool { return m.P.Refilling() == 0 })
-	if n.Calls["CreatePorts"] != creates {
+	if n.Called("CreatePorts") != creates {
 		t.Fatal("a trunk pool was refilled before its node's VM was known")
 	}
 	pod, owner := nestedPod("uid-next", vms["vm-1"])

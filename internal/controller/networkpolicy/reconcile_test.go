@@ -191,15 +191,15 @@ func (w *world) expectNoCalls(t *testing.T, what string, methods ...string) {
 	writes := w.n.Writes
 	calls := map[string]int{}
 	for _, m := range methods {
-		calls[m] = w.n.Calls[m]
+		calls[m] = w.n.Called(m)
 	}
 	w.reconcile(t)
 	if w.n.Writes != writes {
 		t.Fatalf("%s: a reconcile made %d Neutron writes", what, w.n.Writes-writes)
 	}
 	for _, m := range methods {
-		if w.n.Calls[m] != calls[m] {
-			t.Fatalf("%s: a reconcile made %d %s calls", what, w.n.Calls[m]-calls[m], m)
+		if w.n.Called(m) != calls[m] {
+			t.Fatalf("%s: a reconcile made %d %s calls", what, w.n.Called(m)-calls[m], m)
 		}
 	}
 }

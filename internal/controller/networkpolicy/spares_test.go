@@ -216,12 +216,12 @@ func TestAGroupNoPolicyWantsBecomesASpare(t *testing.T) {
 	}
 	// The web policy deleted: its group and its peer's leave the ports; one becomes the missing spare, the
 	// other is deleted, and no group is made.
-	creates := w.n.Calls["CreateSecurityGroup"]
+	creates := w.n.Called("CreateSecurityGroup")
 	if err := w.c.Delete(ctx, webPolicy()); err != nil {
 		t.Fatal(err)
 	}
 	w.settle(t)
-	if n := w.n.Calls["CreateSecurityGroup"] - creates; n != 0 {
+	if n := w.n.Called("CreateSecurityGroup") - creates; n != 0 {
 		t.Fatalf("%d groups made after the policy went, want its group recycled", n)
 	}
 	w.expectGroups(t, "web", policy.BaseEgress, policy.BaseInfra, "np-np0")

@@ -107,10 +107,10 @@ func TestACheckRequestFromRavenNode(t *testing.T) {
 // checkNeutronWasAskedForOnePortOnly: the reconcile made gets GetPort calls, and listed no ports.
 func checkNeutronWasAskedForOnePortOnly(t *testing.T, w *world, gets int) {
 	t.Helper()
-	if got := w.n.Calls["GetPort"]; got != gets {
+	if got := w.n.Called("GetPort"); got != gets {
 		t.Errorf("%d GetPort calls, want %d", got, gets)
 	}
-	if got := w.n.Calls["ListPorts"]; got != 0 {
+	if got := w.n.Called("ListPorts"); got != 0 {
 		t.Errorf("%d ListPorts calls, want none", got)
 	}
 }
@@ -171,7 +171,7 @@ func TestCheckRequestsAreRateLimited(t *testing.T) {
 			t.Fatalf("request %d not cleared", i)
 		}
 	}
-	if got := w.n.Calls["GetPort"]; got != 1 {
+	if got := w.n.Called("GetPort"); got != 1 {
 		t.Errorf("%d GetPort calls for 3 requests about a port that is there, want 1", got)
 	}
 

@@ -70,32 +70,32 @@ func TestANewLeaderListsLoadBalancersOnceForEveryService(t *testing.T) {
 	}
 	r := w.restarted()
 	w.o.ResetCalls()
-	fipLists, writes := w.n.Calls["ListFloatingIPs"], w.o.Writes+w.n.Writes
+	fipLists, writes := w.n.Called("ListFloatingIPs"), w.o.Writes+w.n.Writes
 	for i := range n {
 		reconcileNamed(t, r, i)
 	}
-	if got := w.o.Calls["ListLoadBalancers"]; got != 1 {
+	if got := w.o.Called("ListLoadBalancers"); got != 1 {
 		t.Errorf("a new leader's first reconcile of %d Services listed load balancers %d times, want once", n, got)
 	}
-	if got := w.n.Calls["ListFloatingIPs"] - fipLists; got != 2 {
+	if got := w.n.Called("ListFloatingIPs") - fipLists; got != 2 {
 		t.Errorf("%d floating IP lists, want 2: the first look's, and the Service that wants one", got)
 	}
 	if got := w.o.Writes + w.n.Writes - writes; got != 0 {
 		t.Errorf("%d writes for Services in sync", got)
 	}
-	if w.o.Calls["LoadBalancerStatus"] != n {
-		t.Errorf("%d status reads for %d Services: each reads its own load balancer's members", w.o.Calls["LoadBalancerStatus"], n)
+	if w.o.Called("LoadBalancerStatus") != n {
+		t.Errorf("%d status reads for %d Services: each reads its own load balancer's members", w.o.Called("LoadBalancerStatus"), n)
 	}
 
 	reconcileNamed(t, r, 0)
-	if got := w.o.Calls["ListLoadBalancers"]; got != 2 {
+	if got := w.o.Called("ListLoadBalancers"); got != 2 {
 		t.Errorf("a Service's second reconcile: %d load balancer lists in all, want 2 (its own)", got)
 	}
 	if err := w.c.Create(context.Background(), named(n, nil)); err != nil {
 		t.Fatal(err)
 	}
 	reconcileNamed(t, r, n)
-	if got := w.o.Calls["ListLoadBalancers"]; got != 3 {
+	if got := w.o.Called("ListLoadBalancers"); got != 3 {
 		t.Errorf("a Service made after the first look: %d load balancer lists in all, want 3 (its own)", got)
 	}
 	if lbs := w.o.LoadBalancers(); len(lbs) != n+1 {

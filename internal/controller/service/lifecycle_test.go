@@ -548,9 +548,9 @@ func checkRefusalPassedOver(t *testing.T, w *world, method string) {
 		t.Fatalf("the refused members are in the pool: %v", w.served(t))
 	}
 	// A remembered refusal is not asked again, and raises no second Warning.
-	calls := w.o.Calls[method]
-	if _, err := w.converge(t); err != nil || w.o.Calls[method] != calls || len(w.warnings()) != 0 {
-		t.Fatalf("a second pass: err %v, %d more %s calls", err, w.o.Calls[method]-calls, method)
+	calls := w.o.Called(method)
+	if _, err := w.converge(t); err != nil || w.o.Called(method) != calls || len(w.warnings()) != 0 {
+		t.Fatalf("a second pass: err %v, %d more %s calls", err, w.o.Called(method)-calls, method)
 	}
 }
 
@@ -816,8 +816,8 @@ func TestServiceCallCounts(t *testing.T) {
 			if want := 3*ports + 1; w.o.Writes != want {
 				t.Errorf("%d Octavia writes, want %d (one load balancer, then a listener, a pool and one member update per port)", w.o.Writes, want)
 			}
-			if w.o.Calls["ReplaceMembers"] != ports {
-				t.Errorf("%d member updates for %d pools", w.o.Calls["ReplaceMembers"], ports)
+			if w.o.Called("ReplaceMembers") != ports {
+				t.Errorf("%d member updates for %d pools", w.o.Called("ReplaceMembers"), ports)
 			}
 			if got := w.n.Writes - nw0; got != 1 {
 				t.Errorf("%d Neutron writes, want 1 (the VIP port)", got)
@@ -828,8 +828,8 @@ func TestServiceCallCounts(t *testing.T) {
 			if bound := 4*reconciles + 1; reads > bound {
 				t.Errorf("%d Octavia reads in %d reconciles, more than %d", reads, reconciles, bound)
 			}
-			if w.o.Calls["ListMembers"] != 0 {
-				t.Errorf("%d member lists of single pools, want none", w.o.Calls["ListMembers"])
+			if w.o.Called("ListMembers") != 0 {
+				t.Errorf("%d member lists of single pools, want none", w.o.Called("ListMembers"))
 			}
 		})
 	}

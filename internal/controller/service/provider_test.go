@@ -205,7 +205,7 @@ func TestServiceHealthMonitors(t *testing.T) {
 		w.r.Provider.MonitorSlowsMembers = true
 		w.r.Provider.Monitor = &octavia.Monitor{Delay: 2, UDPConnectDelay: 3, Timeout: 1, MaxRetries: 1, MaxRetriesDown: 2}
 		w.mustConverge(t)
-		before := w.o.Calls["DeleteMonitor"]
+		before := w.o.Called("DeleteMonitor")
 		ready := []string{"10.244.0.6", "10.244.0.7", "10.244.0.8"}
 		update(t, w, endpoints([]svcPort{http}, ready))
 		w.mustConverge(t)
@@ -213,8 +213,8 @@ func TestServiceHealthMonitors(t *testing.T) {
 			t.Fatalf("served %v, want %v", got, want)
 		}
 		lb := w.o.LoadBalancers()[0]
-		if len(lb.Monitors) != 1 || w.o.Calls["DeleteMonitor"] != before+1 {
-			t.Fatalf("monitors %v, %d monitor deletes: want the monitor dropped once and made again", lb.Monitors, w.o.Calls["DeleteMonitor"]-before)
+		if len(lb.Monitors) != 1 || w.o.Called("DeleteMonitor") != before+1 {
+			t.Fatalf("monitors %v, %d monitor deletes: want the monitor dropped once and made again", lb.Monitors, w.o.Called("DeleteMonitor")-before)
 		}
 	})
 	t.Run("a monitor the provider could not set up is a Warning that says what to do, and the ports stay served", func(t *testing.T) {
@@ -250,7 +250,7 @@ func TestServiceDeletedMembersFirst(t *testing.T) {
 			if !w.r.Provider.MakesVIPPort {
 				podPorts-- // the VIP port Raven made
 			}
-			replaced := w.o.Calls["ReplaceMembers"]
+			replaced := w.o.Called("ReplaceMembers")
 			w.o.PendingReads = 2 // each step leaves the load balancer PENDING_UPDATE for a while: no Warning for that
 			deleteService(t, w)
 			w.mustConverge(t)
@@ -258,10 +258,10 @@ func TestServiceDeletedMembersFirst(t *testing.T) {
 			if ws := w.warnings(); len(ws) != 0 {
 				t.Errorf("Warnings %q", ws)
 			}
-			got := w.o.Calls["ReplaceMembers"] - replaced
-			if got != tc.poolsEmptied || w.o.Calls["DeleteMonitor"] != tc.monitorsGone || w.o.Calls["DeleteLoadBalancer"] != 1 {
+			got := w.o.Called("ReplaceMembers") - replaced
+			if got != tc.poolsEmptied || w.o.Called("DeleteMonitor") != tc.monitorsGone || w.o.Called("DeleteLoadBalancer") != 1 {
 				t.Fatalf("%d member replacements, %d monitor deletes and %d load balancer deletes; want %d, %d and 1",
-					got, w.o.Calls["DeleteMonitor"], w.o.Calls["DeleteLoadBalancer"], tc.poolsEmptied, tc.monitorsGone)
+					got, w.o.Called("DeleteMonitor"), w.o.Called("DeleteLoadBalancer"), tc.poolsEmptied, tc.monitorsGone)
 			}
 		})
 	}
@@ -277,13 +277,13 @@ func TestRollingUpdateOnTheOVNProvider(t *testing.T) {
 	w := newWorld(t, service(nil, http), endpoints([]svcPort{http}, before))
 	w.r.Provider = provider(t, "ovn")
 	w.mustConverge(t)
-	batches, deletes := w.o.Calls["ReplaceMembers"], w.o.Calls["DeleteMember"]
+	batches, deletes := w.o.Called("ReplaceMembers"), w.o.Called("DeleteMember")
 	update(t, w, endpoints([]svcPort{http}, after))
 	w.mustConverge(t)
 	if got, want := w.served(t), map[string][]string{"TCP:80": w.at(w.podSubnet, after...)(8080)}; !equalServed(got, want) {
 		t.Fatalf("served\n  %v\nwant\n  %v", got, want)
 	}
-	if b, d := w.o.Calls["ReplaceMembers"]-batches, w.o.Calls["DeleteMember"]-deletes; b != 1 || d != 3 {
+	if b, d := w.o.Called("ReplaceMembers")-batches, w.o.Called("DeleteMember")-deletes; b != 1 || d != 3 {
 		t.Errorf("%d batch updates and %d member deletes, want 1 (the new member) and 3 (the old ones, one at a time)", b, d)
 	}
 	if ws := w.warnings(); len(ws) != 0 {

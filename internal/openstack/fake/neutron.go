@@ -94,6 +94,22 @@ func (n *Neutron) FailApplied(method string, times int, err error) {
 	n.Faults[method] = &Fault{Err: err, Times: times, Applied: true}
 }
 
+// Called is how many calls of the methods n has had, read under n's lock: a test may read it while Raven's
+// background workers call n.
+func (n *Neutron) Called(methods ...string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return called(n.Calls, methods)
+}
+
+func called(calls map[string]int, methods []string) int {
+	total := 0
+	for _, m := range methods {
+		total += calls[m]
+	}
+	return total
+}
+
 func (n *Neutron) enter(method string, write bool) error {
 	n.Calls[method]++
 	if write {

@@ -146,6 +146,13 @@ var opOf = map[string]string{
 	"DeleteMonitor":      "octavia healthmonitor delete",
 }
 
+// Called is how many calls of the methods o has had, read under o's lock.
+func (o *Octavia) Called(methods ...string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return called(o.Calls, methods)
+}
+
 func (o *Octavia) enter(method string, write bool) error {
 	o.Calls[method]++
 	if write {

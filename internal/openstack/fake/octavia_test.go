@@ -160,7 +160,7 @@ func TestOctaviaObjects(t *testing.T) {
 			_ = o.ReplaceMembers(ctx, p.ID, nil)
 			_ = o.ReplaceMembers(ctx, p.ID, nil)
 			_, _ = o.ListListeners(ctx, lb.ID)
-			if o.Calls["ReplaceMembers"] != 2 || o.Calls["ListListeners"] != 1 || o.Writes != 2 {
+			if o.Called("ReplaceMembers") != 2 || o.Called("ListListeners") != 1 || o.Writes != 2 {
 				t.Fatalf("calls %v, %d writes", o.Calls, o.Writes)
 			}
 		}},
