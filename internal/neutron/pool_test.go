@@ -427,11 +427,7 @@ func TestAClaimHeldByTheAnnotationIsWrittenOncePodsStopArriving(t *testing.T) {
 	m.P = &Pools{M: m, Cfg: PoolConfig{MinFree: 0, Max: 5, Batch: 1, PerNode: true}, retry: time.Millisecond, quiet: quiet}
 	first := boundPoolPort(t, n, m, nn, "node-a")
 	boundPoolPort(t, n, m, nn, "node-a")
-	calls := func() int {
-		n.Lock()
-		defer n.Unlock()
-		return n.Calls["ReplaceTags"] + n.Calls["UpdatePort"]
-	}
+	calls := func() int { return n.Called("ReplaceTags", "UpdatePort") }
 	before := calls()
 	m.P.Start(ctx, 1)
 	take := func(uid string) time.Time {
