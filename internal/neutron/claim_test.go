@@ -357,7 +357,7 @@ func TestPendingClaimsFollowTheIndex(t *testing.T) {
 				t.Fatalf("pod a's Take: %v, %v", ok, err)
 			}
 			settle(m.P)
-			writes := n.Writes
+			writes := n.Wrote()
 			tc.act(t, m, port.ID)
 			m.P.mu.Lock()
 			pc, pending := m.P.pending[port.ID]
@@ -368,7 +368,7 @@ func TestPendingClaimsFollowTheIndex(t *testing.T) {
 			if m.P.Pending() > 1 {
 				t.Fatalf("%d claims pending, want the port's at most", m.P.Pending())
 			}
-			if got := n.Writes - writes; got != tc.wantWrites {
+			if got := n.Wrote() - writes; got != tc.wantWrites {
 				t.Fatalf("the workers sent Neutron %d writes, want %d", got, tc.wantWrites)
 			}
 		})

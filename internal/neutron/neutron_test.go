@@ -46,10 +46,10 @@ func setupNamespace(t *testing.T, n *fake.Neutron) (*Manager, *NamespaceNet) {
 func TestEnsureClusterIsIdempotent(t *testing.T) {
 	n := fake.NewNeutron()
 	first := setup(t, n)
-	writes := n.Writes
+	writes := n.Wrote()
 	second := setup(t, n)
-	if n.Writes != writes {
-		t.Fatalf("a second EnsureCluster made %d writes, want 0", n.Writes-writes)
+	if n.Wrote() != writes {
+		t.Fatalf("a second EnsureCluster made %d writes, want 0", n.Wrote()-writes)
 	}
 	if first.C.ServiceSubnet.ID != second.C.ServiceSubnet.ID || first.C.RouterID != second.C.RouterID || first.C.SubnetPoolID != second.C.SubnetPoolID {
 		t.Fatal("a second EnsureCluster found other objects than the first made")

@@ -172,9 +172,9 @@ func TestAPortIsBoundToItsPodsNode(t *testing.T) {
 	if err != nil || port.HostID != "node-a" || port.VIFType != "ovs" {
 		t.Fatalf("after scheduling: %v, host %q, vif %q; want bound to node-a", err, port.HostID, port.VIFType)
 	}
-	writes := n.Writes
-	if _, _, err = m.EnsurePort(ctx, pod, nn, port.ID); err != nil || n.Writes != writes {
-		t.Fatalf("a bound port was written again (%d writes, %v)", n.Writes-writes, err)
+	writes := n.Wrote()
+	if _, _, err = m.EnsurePort(ctx, pod, nn, port.ID); err != nil || n.Wrote() != writes {
+		t.Fatalf("a bound port was written again (%d writes, %v)", n.Wrote()-writes, err)
 	}
 }
 

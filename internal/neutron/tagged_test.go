@@ -219,13 +219,13 @@ func TestPodPortsGetTheClusterPodGroup(t *testing.T) {
 	n.Lock()
 	g.Rules = g.Rules[:len(g.Rules)-1]
 	n.Unlock()
-	writes := n.Writes
+	writes := n.Wrote()
 	if _, err := EnsureCluster(ctx, n, "c1", config.Neutron{ExternalNetwork: "public", PodSubnetPoolCIDR: "10.244.0.0/16",
 		PodSubnetPrefixLength: 24, ServiceSubnetCIDR: "10.0.0.0/24"}, true); err != nil {
 		t.Fatal(err)
 	}
-	if n.Writes != writes+1 {
-		t.Fatalf("%d writes to restore one rule, want 1", n.Writes-writes)
+	if n.Wrote() != writes+1 {
+		t.Fatalf("%d writes to restore one rule, want 1", n.Wrote()-writes)
 	}
 }
 

@@ -96,7 +96,7 @@ func TestTrunkPoolTake(t *testing.T) {
 		warmTrunkPool(ctx, t, m, nn, vms["vm-1"], 1)
 		m.P.Cfg.MinFree = 0 // no refill after the take: the restart below finds the pool empty
 		pod, owner := nestedPod("uid-1", vms["vm-1"])
-		writes := n.Writes
+		writes := n.Wrote()
 		port, created, err := m.EnsurePort(ctx, pod, nn, "")
 		if err != nil || !created {
 			t.Fatalf("EnsurePort = %v, %v", created, err)
@@ -105,8 +105,8 @@ func TestTrunkPoolTake(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.Writes != writes {
-			t.Fatalf("restarted %v: the take and attach made %d Neutron writes, want 0", restarted, n.Writes-writes)
+		if n.Wrote() != writes {
+			t.Fatalf("restarted %v: the take and attach made %d Neutron writes, want 0", restarted, n.Wrote()-writes)
 		}
 		if sub.TrunkID != trunks["vm-1"].ID || sub.VLAN < 1 {
 			t.Fatalf("the pod's port is at %+v, want a VLAN on vm-1's trunk", sub)

@@ -136,9 +136,9 @@ func TestNamespaceGetsItsNetwork(t *testing.T) {
 			net, sub := checkOneNetworkOnTheRouter(t, w)
 			ns := checkNamespaceAnnotations(t, w, net, sub)
 			// In sync, a reconcile writes nothing: no Neutron write, no patch.
-			writes, rv := w.n.Writes, ns.ResourceVersion
-			if _, err := w.reconcile(t, "ns"); err != nil || w.n.Writes != writes || w.get(t, "ns").ResourceVersion != rv {
-				t.Fatalf("a reconcile in sync: err %v, %d writes, resourceVersion %s → %s", err, w.n.Writes-writes, rv, w.get(t, "ns").ResourceVersion)
+			writes, rv := w.n.Wrote(), ns.ResourceVersion
+			if _, err := w.reconcile(t, "ns"); err != nil || w.n.Wrote() != writes || w.get(t, "ns").ResourceVersion != rv {
+				t.Fatalf("a reconcile in sync: err %v, %d writes, resourceVersion %s → %s", err, w.n.Wrote()-writes, rv, w.get(t, "ns").ResourceVersion)
 			}
 			if other, _ := w.network("other-uid"); other != nil {
 				t.Fatal("another namespace got a network")
@@ -350,10 +350,10 @@ func TestANewNamespaceDoesNotWaitBehindTeardowns(t *testing.T) {
 	// Every teardown slot is held by other slow teardowns.
 	w.r.Teardowns = make(chan struct{}, 1)
 	w.r.Teardowns <- struct{}{}
-	writes := w.n.Writes
+	writes := w.n.Wrote()
 	res, err := w.reconcile(t, "ns")
-	if err != nil || res.RequeueAfter == 0 || w.n.Writes != writes {
-		t.Fatalf("a teardown beyond the bound ran (writes %d, %v, %+v); it must wait its turn", w.n.Writes-writes, err, res)
+	if err != nil || res.RequeueAfter == 0 || w.n.Wrote() != writes {
+		t.Fatalf("a teardown beyond the bound ran (writes %d, %v, %+v); it must wait its turn", w.n.Wrote()-writes, err, res)
 	}
 	if _, err := w.reconcile(t, "other"); err != nil {
 		t.Fatal(err)

@@ -188,14 +188,14 @@ func TestPolicyLifecycle(t *testing.T) {
 // expectNoCalls reconciles again and fails on any Neutron write, or any call of the methods named.
 func (w *world) expectNoCalls(t *testing.T, what string, methods ...string) {
 	t.Helper()
-	writes := w.n.Writes
+	writes := w.n.Wrote()
 	calls := map[string]int{}
 	for _, m := range methods {
 		calls[m] = w.n.Called(m)
 	}
 	w.reconcile(t)
-	if w.n.Writes != writes {
-		t.Fatalf("%s: a reconcile made %d Neutron writes", what, w.n.Writes-writes)
+	if w.n.Wrote() != writes {
+		t.Fatalf("%s: a reconcile made %d Neutron writes", what, w.n.Wrote()-writes)
 	}
 	for _, m := range methods {
 		if w.n.Called(m) != calls[m] {

@@ -183,12 +183,12 @@ func TestDeletedPodLosesItsPortAndSyncedPodCostsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	calls := w.n.Writes
+	calls := w.n.Wrote()
 	if err := w.reconcile(t, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if w.n.Writes != calls {
-		t.Fatalf("a reconcile of a pod in sync made %d Neutron writes", w.n.Writes-calls)
+	if w.n.Wrote() != calls {
+		t.Fatalf("a reconcile of a pod in sync made %d Neutron writes", w.n.Wrote()-calls)
 	}
 	if err := w.c.Delete(context.Background(), pod("a", "ua")); err != nil {
 		t.Fatal(err)

@@ -56,13 +56,13 @@ func TestAPodReadThroughTheSlimCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	written := p.Annotations[annotations.PodPort]
-	patches, writes := w.throughSlimCache(t), w.n.Writes
+	patches, writes := w.throughSlimCache(t), w.n.Wrote()
 
 	if err := w.reconcile(t, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if *patches != 0 || w.n.Writes != writes {
-		t.Fatalf("a pod in sync read through the cache: %d patches, %d Neutron writes", *patches, w.n.Writes-writes)
+	if *patches != 0 || w.n.Wrote() != writes {
+		t.Fatalf("a pod in sync read through the cache: %d patches, %d Neutron writes", *patches, w.n.Wrote()-writes)
 	}
 
 	var edited annotations.Port

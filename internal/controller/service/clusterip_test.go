@@ -19,7 +19,7 @@ func TestClusterIPOutsideServiceSubnet(t *testing.T) {
 		t.Run(ip, func(t *testing.T) {
 			svc := service(func(s *corev1.Service) { s.Spec.ClusterIP = ip }, http)
 			w := newWorld(t, svc, endpoints([]svcPort{http}, []string{"10.244.0.5"}))
-			neutronWrites := w.n.Writes
+			neutronWrites := w.n.Wrote()
 			for i := range 2 {
 				_, err := w.reconcile(t)
 				if err == nil || !errors.Is(err, reconcile.TerminalError(nil)) {
@@ -36,14 +36,14 @@ func TestClusterIPOutsideServiceSubnet(t *testing.T) {
 			if lbs := w.o.LoadBalancers(); len(lbs) != 0 {
 				t.Errorf("%d load balancers built, want none", len(lbs))
 			}
-			if w.o.Writes != 0 {
-				t.Errorf("%d Octavia writes, want none (calls %v)", w.o.Writes, w.o.Calls)
+			if w.o.Wrote() != 0 {
+				t.Errorf("%d Octavia writes, want none (calls %v)", w.o.Wrote(), w.o.Calls)
 			}
 			if p := w.vipPort(t); p != nil {
 				t.Errorf("VIP port %s created, want none", p.ID)
 			}
-			if w.n.Writes != neutronWrites {
-				t.Errorf("%d Neutron writes, want none", w.n.Writes-neutronWrites)
+			if w.n.Wrote() != neutronWrites {
+				t.Errorf("%d Neutron writes, want none", w.n.Wrote()-neutronWrites)
 			}
 		})
 	}

@@ -38,8 +38,8 @@ func reconcileNamed(t *testing.T, r *Reconciler, i int) reconcile.Result {
 func (w *world) convergeNamed(t *testing.T, i int) {
 	t.Helper()
 	for range 50 {
-		before := w.o.Writes + w.n.Writes
-		if res := reconcileNamed(t, w.r, i); w.o.Writes+w.n.Writes == before && res.RequeueAfter == 0 {
+		before := w.o.Wrote() + w.n.Wrote()
+		if res := reconcileNamed(t, w.r, i); w.o.Wrote()+w.n.Wrote() == before && res.RequeueAfter == 0 {
 			return
 		}
 	}
@@ -70,7 +70,7 @@ func TestANewLeaderListsLoadBalancersOnceForEveryService(t *testing.T) {
 	}
 	r := w.restarted()
 	w.o.ResetCalls()
-	fipLists, writes := w.n.Called("ListFloatingIPs"), w.o.Writes+w.n.Writes
+	fipLists, writes := w.n.Called("ListFloatingIPs"), w.o.Wrote()+w.n.Wrote()
 	for i := range n {
 		reconcileNamed(t, r, i)
 	}
@@ -80,7 +80,7 @@ func TestANewLeaderListsLoadBalancersOnceForEveryService(t *testing.T) {
 	if got := w.n.Called("ListFloatingIPs") - fipLists; got != 2 {
 		t.Errorf("%d floating IP lists, want 2: the first look's, and the Service that wants one", got)
 	}
-	if got := w.o.Writes + w.n.Writes - writes; got != 0 {
+	if got := w.o.Wrote() + w.n.Wrote() - writes; got != 0 {
 		t.Errorf("%d writes for Services in sync", got)
 	}
 	if w.o.Called("LoadBalancerStatus") != n {

@@ -138,12 +138,12 @@ func (w *world) reconcile(t *testing.T) (reconcile.Result, error) {
 func (w *world) converge(t *testing.T) (reconcile.Result, error) {
 	t.Helper()
 	for range 500 {
-		before := w.o.Writes + w.n.Writes
+		before := w.o.Wrote() + w.n.Wrote()
 		res, err := w.reconcile(t)
 		if err != nil {
 			return res, err
 		}
-		if w.o.Writes+w.n.Writes == before && (res.RequeueAfter == 0 || res.RequeueAfter > 5*time.Second) {
+		if w.o.Wrote()+w.n.Wrote() == before && (res.RequeueAfter == 0 || res.RequeueAfter > 5*time.Second) {
 			return res, nil
 		}
 	}
@@ -347,9 +347,9 @@ func TestServiceConverges(t *testing.T) {
 					t.Fatalf("unexpected Warnings: %q", ws)
 				}
 				// In sync, a reconcile writes nothing.
-				ow, nw := w.o.Writes, w.n.Writes
-				if _, err := w.reconcile(t); err != nil || w.o.Writes != ow || w.n.Writes != nw {
-					t.Fatalf("a reconcile in sync: err %v, %d Octavia and %d Neutron writes", err, w.o.Writes-ow, w.n.Writes-nw)
+				ow, nw := w.o.Wrote(), w.n.Wrote()
+				if _, err := w.reconcile(t); err != nil || w.o.Wrote() != ow || w.n.Wrote() != nw {
+					t.Fatalf("a reconcile in sync: err %v, %d Octavia and %d Neutron writes", err, w.o.Wrote()-ow, w.n.Wrote()-nw)
 				}
 			})
 		}
@@ -798,28 +798,28 @@ func TestServiceCallCounts(t *testing.T) {
 				}
 				return s
 			}
-			n0, nw0 := nCalls(), w.n.Writes
+			n0, nw0 := nCalls(), w.n.Wrote()
 			reconciles := 0
 			for {
-				before := w.o.Writes + w.n.Writes
+				before := w.o.Wrote() + w.n.Wrote()
 				res, err := w.reconcile(t)
 				reconciles++
 				if err != nil {
 					t.Fatal(err)
 				}
-				if w.o.Writes+w.n.Writes == before && res.RequeueAfter == 0 {
+				if w.o.Wrote()+w.n.Wrote() == before && res.RequeueAfter == 0 {
 					break
 				}
 			}
 			reads := octaviaReads(w.o.Calls)
-			t.Logf("%d ports: %d reconciles; Octavia %d writes %v; Neutron %d calls, %d writes", ports, reconciles, w.o.Writes, w.o.Calls, nCalls()-n0, w.n.Writes-nw0)
-			if want := 3*ports + 1; w.o.Writes != want {
-				t.Errorf("%d Octavia writes, want %d (one load balancer, then a listener, a pool and one member update per port)", w.o.Writes, want)
+			t.Logf("%d ports: %d reconciles; Octavia %d writes %v; Neutron %d calls, %d writes", ports, reconciles, w.o.Wrote(), w.o.Calls, nCalls()-n0, w.n.Wrote()-nw0)
+			if want := 3*ports + 1; w.o.Wrote() != want {
+				t.Errorf("%d Octavia writes, want %d (one load balancer, then a listener, a pool and one member update per port)", w.o.Wrote(), want)
 			}
 			if w.o.Called("ReplaceMembers") != ports {
 				t.Errorf("%d member updates for %d pools", w.o.Called("ReplaceMembers"), ports)
 			}
-			if got := w.n.Writes - nw0; got != 1 {
+			if got := w.n.Wrote() - nw0; got != 1 {
 				t.Errorf("%d Neutron writes, want 1 (the VIP port)", got)
 			}
 			// Each reconcile reads at most the load balancers, then its listeners, its pools and the members of

@@ -73,7 +73,7 @@ func TestServiceOnTheOVNProvider(t *testing.T) {
 			if tc.before != nil {
 				tc.before(w)
 			}
-			nw := w.n.Writes
+			nw := w.n.Wrote()
 			w.mustConverge(t)
 			m := w.at(w.podSubnet, ready...)
 			want := map[string][]string{"TCP:80": m(8080), "UDP:53": m(5353), "TCP:9090": m(9090)}
@@ -90,11 +90,11 @@ func TestServiceOnTheOVNProvider(t *testing.T) {
 			}
 			checkLoadBalancer(t, w)
 			checkAnnotations(t, w)
-			if w.o.Writes != tc.wantWrites {
-				t.Errorf("%d Octavia writes, want %d", w.o.Writes, tc.wantWrites)
+			if w.o.Wrote() != tc.wantWrites {
+				t.Errorf("%d Octavia writes, want %d", w.o.Wrote(), tc.wantWrites)
 			}
-			if w.n.Writes != nw {
-				t.Errorf("%d Neutron writes, want none: the provider makes the VIP port", w.n.Writes-nw)
+			if w.n.Wrote() != nw {
+				t.Errorf("%d Neutron writes, want none: the provider makes the VIP port", w.n.Wrote()-nw)
 			}
 			ws := w.warnings()
 			if tc.warning != "" && !hasWarning(ws, "UnsupportedPort", tc.warning) {

@@ -27,9 +27,10 @@ type Neutron struct {
 	Trunks map[string]*openstack.Trunk
 	// Interfaces maps router ID to attached subnet IDs.
 	Interfaces map[string][]string
-	// Calls counts calls by method name; Writes counts the ones that change something.
+	// Calls counts calls by method name (read it with Called while Raven runs); writes counts the ones that
+	// change something (Wrote reads it).
 	Calls  map[string]int
-	Writes int
+	writes int
 	// Faults makes the named method fail with the error, Times times (forever when Times < 0).
 	Faults map[string]*Fault
 	// Now is the clock for created_at.
@@ -102,6 +103,13 @@ func (n *Neutron) Called(methods ...string) int {
 	return called(n.Calls, methods)
 }
 
+// Wrote is the number of calls so far that changed something, read under the lock.
+func (n *Neutron) Wrote() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.writes
+}
+
 func called(calls map[string]int, methods []string) int {
 	total := 0
 	for _, m := range methods {
@@ -113,7 +121,7 @@ func called(calls map[string]int, methods []string) int {
 func (n *Neutron) enter(method string, write bool) error {
 	n.Calls[method]++
 	if write {
-		n.Writes++
+		n.writes++
 		time.Sleep(n.Delay)
 	}
 	if f := n.Faults[method]; f != nil && f.Times != 0 {

@@ -19,9 +19,10 @@ type Octavia struct {
 	mu  sync.Mutex
 	seq int
 	lbs map[string]*lbState
-	// Calls counts calls by method name; Writes counts the ones that change something.
+	// Calls counts calls by method name (read it with Called while Raven runs); writes counts the ones that
+	// change something (Wrote reads it).
 	Calls  map[string]int
-	Writes int
+	writes int
 	// Faults makes the named method fail with the error, Times times (forever when Times < 0).
 	Faults map[string]*Fault
 	// PendingReads is how many reads (GetLoadBalancer, or ListLoadBalancers listing it) show a changed load
@@ -153,10 +154,17 @@ func (o *Octavia) Called(methods ...string) int {
 	return called(o.Calls, methods)
 }
 
+// Wrote is the number of calls so far that changed something, read under the lock.
+func (o *Octavia) Wrote() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.writes
+}
+
 func (o *Octavia) enter(method string, write bool) error {
 	o.Calls[method]++
 	if write {
-		o.Writes++
+		o.writes++
 	}
 	if f := o.Faults[method]; f != nil && f.Times != 0 {
 		if f.Times > 0 {
@@ -845,7 +853,7 @@ func (o *Octavia) SetMemberStatus(addr, status string) {
 func (o *Octavia) ResetCalls() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.Calls, o.Writes = map[string]int{}, 0
+	o.Calls, o.writes = map[string]int{}, 0
 }
 
 func copyLB(lb openstack.LoadBalancer) openstack.LoadBalancer {

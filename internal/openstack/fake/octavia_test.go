@@ -160,8 +160,8 @@ func TestOctaviaObjects(t *testing.T) {
 			_ = o.ReplaceMembers(ctx, p.ID, nil)
 			_ = o.ReplaceMembers(ctx, p.ID, nil)
 			_, _ = o.ListListeners(ctx, lb.ID)
-			if o.Called("ReplaceMembers") != 2 || o.Called("ListListeners") != 1 || o.Writes != 2 {
-				t.Fatalf("calls %v, %d writes", o.Calls, o.Writes)
+			if o.Called("ReplaceMembers") != 2 || o.Called("ListListeners") != 1 || o.Wrote() != 2 {
+				t.Fatalf("calls %v, %d writes", o.Calls, o.Wrote())
 			}
 		}},
 	}
