@@ -28,6 +28,8 @@ type Batcher struct {
 	mu      sync.Mutex
 	queue   []*createReq
 	running int
+	// idle is closed when the last create in flight ends (nil while nobody waits for it).
+	idle chan struct{}
 }
 
 type createReq struct {
@@ -65,6 +67,10 @@ func (b *Batcher) loop(ctx context.Context) {
 		n := min(len(b.queue), max(b.Max, 1))
 		if n == 0 {
 			b.running--
+			if b.running == 0 && b.idle != nil {
+				close(b.idle)
+				b.idle = nil
+			}
 			b.mu.Unlock()
 			return
 		}
@@ -121,4 +127,32 @@ func (b *Batcher) Busy() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.queue) > 0 || b.running > 0
+}
+
+// WaitIdle waits, up to limit, until no pod port is waiting for Neutron or being created, and returns how long
+// it waited: background listings call it between their requests, so that they take a Neutron worker only when
+// no pod needs one. A nil Batcher is always idle.
+func (b *Batcher) WaitIdle(ctx context.Context, limit time.Duration) time.Duration {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	if len(b.queue) == 0 && b.running == 0 {
+		b.mu.Unlock()
+		return 0
+	}
+	if b.idle == nil {
+		b.idle = make(chan struct{})
+	}
+	idle := b.idle
+	b.mu.Unlock()
+	start := time.Now()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return max(time.Since(start), time.Nanosecond)
 }

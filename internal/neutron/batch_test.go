@@ -2,12 +2,15 @@ package neutron
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/openstack/fake"
+	"github.com/raven-net/raven/internal/ownership"
 )
 
 func TestBatcher(t *testing.T) {
@@ -75,6 +78,136 @@ func TestBatcher(t *testing.T) {
 			if err != nil {
 				t.Fatalf("every port must still be created alone: %v", err)
 			}
+		}
+	})
+}
+
+// heldCreates is a Neutron whose port creates wait for release: pods' creates in flight for as long as a test
+// needs.
+type heldCreates struct {
+	*fake.Neutron
+	started chan struct{}
+	release chan struct{}
+}
+
+func (h *heldCreates) CreatePort(ctx context.Context, s openstack.PortSpec) (*openstack.Port, error) {
+	h.started <- struct{}{}
+	<-h.release
+	return h.Neutron.CreatePort(ctx, s)
+}
+
+// holdCreate starts a create through b that waits, in Neutron, until release is closed.
+func holdCreate(t *testing.T, b *Batcher, h *heldCreates, netID string) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { _, err := b.Create(context.Background(), openstack.PortSpec{NetworkID: netID}); done <- err }()
+	<-h.started
+	return done
+}
+
+func TestWaitIdle(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	net, _ := n.CreateNetwork(ctx, openstack.NetworkSpec{Name: "n"})
+	if _, err := n.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: net.ID, CIDR: "10.0.0.0/24"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a nil or idle Batcher does not wait", func(t *testing.T) {
+		var nilB *Batcher
+		if d := nilB.WaitIdle(ctx, time.Hour); d != 0 {
+			t.Fatalf("a nil Batcher waited %v", d)
+		}
+		if d := (&Batcher{N: n, Max: 50, InFlight: 2}).WaitIdle(ctx, time.Hour); d != 0 {
+			t.Fatalf("an idle Batcher waited %v", d)
+		}
+	})
+	t.Run("a create in flight holds the wait until its limit", func(t *testing.T) {
+		h := &heldCreates{Neutron: n, started: make(chan struct{}), release: make(chan struct{})}
+		b := &Batcher{N: h, Max: 50, InFlight: 2}
+		done := holdCreate(t, b, h, net.ID)
+		if d := b.WaitIdle(ctx, 20*time.Millisecond); d < 20*time.Millisecond {
+			t.Fatalf("waited %v with a create in flight, want its limit of 20ms", d)
+		}
+		close(h.release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("the wait ends when the last create does", func(t *testing.T) {
+		h := &heldCreates{Neutron: n, started: make(chan struct{}), release: make(chan struct{})}
+		b := &Batcher{N: h, Max: 50, InFlight: 2}
+		done := holdCreate(t, b, h, net.ID)
+		waited := make(chan time.Duration, 1)
+		go func() { waited <- b.WaitIdle(ctx, time.Hour) }()
+		for waiting := false; !waiting; runtime.Gosched() { // until the wait is registered
+			b.mu.Lock()
+			waiting = b.idle != nil
+			b.mu.Unlock()
+		}
+		close(h.release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if d := <-waited; d == 0 || d >= time.Hour {
+			t.Fatalf("waited %v, want the create's end", d)
+		}
+		if b.Busy() {
+			t.Fatal("the Batcher is busy after its only create ended")
+		}
+	})
+}
+
+// TestRelistLetsPodCreatesGoFirst checks that a resync's port listing waits between its pages while pod ports
+// are being created, and lists every port all the same.
+func TestRelistLetsPodCreatesGoFirst(t *testing.T) {
+	ctx := context.Background()
+	n := fake.NewNeutron()
+	m := setup(t, n)
+	net, _ := n.CreateNetwork(ctx, openstack.NetworkSpec{Name: "n"})
+	if _, err := n.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: net.ID, CIDR: "10.1.0.0/20"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2*openstack.PortPageSize + 1 {
+		o := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: fmt.Sprintf("u%d", i)}
+		if _, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: net.ID, Tags: o.Tags()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := List(ctx, n, m.C)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := len(all.Ports) / openstack.PortPageSize
+	if full < 2 || all.Yields != 0 {
+		t.Fatalf("List: %d ports, %d yields; want more than two pages and no yield", len(all.Ports), all.Yields)
+	}
+	h := &heldCreates{Neutron: n, started: make(chan struct{}), release: make(chan struct{})}
+	m.B = &Batcher{N: h, Max: 50, InFlight: 2}
+	m.PageYield = 20 * time.Millisecond
+	t.Run("with a create in flight, it waits after each full page", func(t *testing.T) {
+		done := holdCreate(t, m.B, h, net.ID)
+		s, err := m.Relist(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Ports) != len(all.Ports) {
+			t.Fatalf("listed %d ports, want %d", len(s.Ports), len(all.Ports))
+		}
+		if s.Yields != full || s.Yielded < time.Duration(full)*m.PageYield {
+			t.Fatalf("waited after %d pages for %v, want %d pages at their limit of %v", s.Yields, s.Yielded, full, m.PageYield)
+		}
+		close(h.release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("with no create in flight, it does not wait", func(t *testing.T) {
+		s, err := m.Relist(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Yields != 0 || len(s.Ports) != len(all.Ports) {
+			t.Fatalf("%d yields and %d ports, want none and %d", s.Yields, len(s.Ports), len(all.Ports))
 		}
 	})
 }

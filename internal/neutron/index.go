@@ -1,6 +1,7 @@
 package neutron
 
 import (
+	"cmp"
 	"context"
 	"iter"
 	"slices"
@@ -92,6 +93,10 @@ type Snapshot struct {
 	Annotated map[string]Annotation
 	// shared is the table the listed ports share their repeated values with; the index keeps it.
 	shared *shared
+	// Yields is the number of pages of ports after which a resync's listing (Manager.Relist) waited for pod
+	// port creates, and Yielded the time it waited in all.
+	Yields  int
+	Yielded time.Duration
 }
 
 // Annotation is a pod's port annotation: the pod as the owner of the port it names, and the pod's name.
@@ -102,6 +107,26 @@ type Annotation struct {
 
 // List reads the snapshot with four list calls, whatever the number of namespaces and pods.
 func List(ctx context.Context, n openstack.Networking, c *Cluster) (*Snapshot, error) {
+	return list(ctx, n, c, nil)
+}
+
+// PageYield is the longest a resync's port listing waits, between two pages, for pod ports being created, unless
+// Manager.PageYield says otherwise.
+const PageYield = 2 * time.Second
+
+// Relist reads the snapshot as List does, for a resync, but lets pods go first: before it asks for the next page
+// of ports, it waits, up to PageYield, while pod ports are being created. A page holds one of Neutron's API
+// workers for about 0.35 s (openstack.PortPageSize), and a resync at 50,000 pods lists for longer than a
+// minute: without the wait, its pages took one of two workers the whole time and pods' creates queued for the
+// other (a create → annotation p99 of 2.3 s in the scale run of 2026-12-06, 337 ms at p50).
+func (m *Manager) Relist(ctx context.Context) (*Snapshot, error) {
+	limit := cmp.Or(m.PageYield, PageYield)
+	return list(ctx, m.N, m.C, func(ctx context.Context) time.Duration { return m.B.WaitIdle(ctx, limit) })
+}
+
+// list reads the snapshot; between, when set, runs after each full page of ports, before the next is asked for,
+// and returns how long it waited.
+func list(ctx context.Context, n openstack.Networking, c *Cluster, between func(context.Context) time.Duration) (*Snapshot, error) {
 	s, err := ListNetworks(ctx, n, c)
 	if err != nil {
 		return nil, err
@@ -112,6 +137,13 @@ func List(ctx context.Context, n openstack.Networking, c *Cluster) (*Snapshot, e
 	err = n.EachPortPage(ctx, openstack.Filter{Tags: ownership.ClusterSelector(c.ID)}, func(page []openstack.Port) {
 		for _, p := range page {
 			s.Ports = append(s.Ports, s.shared.port(p))
+		}
+		// A page shorter than a full one is the last: nothing follows it to wait for.
+		if between != nil && len(page) == openstack.PortPageSize {
+			if d := between(ctx); d > 0 {
+				s.Yields++
+				s.Yielded += d
+			}
 		}
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -25,6 +26,8 @@ type Manager struct {
 	// T, when set, takes ports off trunks before deleting them and, with a worker subnet, puts nested nodes'
 	// pods' ports on their VMs' trunks.
 	T *Trunks
+	// PageYield, when set, replaces the package's PageYield.
+	PageYield time.Duration
 
 	// deleting holds the ports being deleted, so that workers cleaning up after many pods deleted at once
 	// do not send the same DELETE several times.

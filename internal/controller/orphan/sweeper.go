@@ -286,9 +286,13 @@ func (s *Sweeper) Resync(ctx context.Context, now time.Time, reload bool) error 
 		if _, err := s.Neutron.AdoptMarked(ctx); err != nil {
 			return err
 		}
-		snap, err := neutron.List(ctx, s.Neutron.N, s.Neutron.C)
+		snap, err := s.Neutron.Relist(ctx)
 		if err != nil {
 			return err
+		}
+		if snap.Yields > 0 {
+			klog.FromContext(ctx).V(1).Info("The resync's port listing let pod port creates go first",
+				"pages", snap.Yields, "waited", snap.Yielded.Round(time.Millisecond))
 		}
 		s.Neutron.X.Replace(s.Options.ClusterID, snap)
 		if p := s.Neutron.P; p != nil {
