@@ -99,7 +99,11 @@ func tick(ctx context.Context, t *testing.T, rate float64, do func(i int)) {
 func (b *bench) churnPhase(ctx context.Context, t *testing.T, to shape, r map[string]any) {
 	rate := b.rate(t)
 	logf(t, "churn floor: ports straight on the simulator at %.2f/s for %d s", rate, *churnSecs)
+	b.s.reset(t)
 	floor := b.floorChurn(ctx, t, rate)
+	// What the simulator served in the floor's window: the floor's own calls, and Raven's meanwhile.
+	floorOps := opCalls(b.s.stats(t))
+	logf(t, "churn floor: the simulator's calls in its window: %v", floorOps)
 	leader, _ := b.leader(t)
 	logf(t, "churn: pods at %.2f/s for %d s", rate, *churnSecs)
 	b.s.reset(t)
@@ -149,6 +153,7 @@ func (b *bench) churnPhase(ctx context.Context, t *testing.T, to shape, r map[st
 		"p99_above_floor_ms": percentile(ms, 0.99) - percentile(floor, 0.99),
 		"calls":              st.Totals.Calls, "calls_per_pod": float64(st.Totals.Calls) / pods, "writes_per_pod": float64(st.Totals.Writes) / pods,
 		"by_op":                 opCalls(st),
+		"floor_by_op":           floorOps,
 		"raven_cpu_s":           after.CPUSeconds - before.CPUSeconds,
 		"raven_cpu_ms_per_pod":  1000 * (after.CPUSeconds - before.CPUSeconds) / pods,
 		"free_pool_ports_after": st.object("free_pool_ports"),
@@ -157,6 +162,7 @@ func (b *bench) churnPhase(ctx context.Context, t *testing.T, to shape, r map[st
 	r["churn"] = res
 	logf(t, "churn: %d pods, create → annotation p50 %.0f ms, p99 %.0f ms (floor p50 %.0f, p99 %.0f); %.1f calls per pod; Raven CPU %.1f ms per pod; %v free pool ports",
 		len(ms), res["p50_ms"], res["p99_ms"], res["floor_p50_ms"], res["floor_p99_ms"], res["calls_per_pod"], res["raven_cpu_ms_per_pod"], res["free_pool_ports_after"])
+	logf(t, "churn: the simulator's calls in its window: %v", res["by_op"])
 	if missed > 0 {
 		t.Errorf("%d churn pods were not annotated within 2 minutes", missed)
 	}
