@@ -133,10 +133,10 @@ func (p *Pools) init() {
 }
 
 // upkeepInFlight is the number of Neutron requests that pool upkeep sends at once, all pools together. Pools
-// fall idle together (those a burst filled, IdleAfter later): at 50,000 pods the scale benchmark saw a resync
-// empty about 200 pools at once, one delete each in flight, and Neutron's two workers served that queue for
-// about a minute while pods' creates waited behind it (a create → annotation p50 of 80 s in the run of
-// 2026-12-06 02:16 UTC). One request at a time leaves a worker to pods.
+// fall idle together (those a burst filled, IdleAfter later), and a resync empties them all at once: with a
+// delete in flight per pool, at 50,000 pods in the scale benchmark, pods' creates queued behind those deletes
+// (create → annotation p50 80 s, and 29.6 s at p99 for ports made by hand beside Raven, in the run of
+// 2026-12-06 02:16 UTC). One request at a time leaves the other workers to pods.
 const upkeepInFlight = 1
 
 // upkeepTurn waits for the pools' turn to send a Neutron request of upkeep, then for pods to stop arriving
