@@ -13,13 +13,23 @@ import (
 	"github.com/raven-net/raven/internal/ownership"
 )
 
+// netWithSubnet makes a network "n" with one subnet of cidr, outside any cluster.
+func netWithSubnet(t *testing.T, n *fake.Neutron, cidr string) *openstack.Network {
+	t.Helper()
+	net, err := n.CreateNetwork(context.Background(), openstack.NetworkSpec{Name: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.CreateSubnet(context.Background(), openstack.SubnetSpec{NetworkID: net.ID, CIDR: cidr}); err != nil {
+		t.Fatal(err)
+	}
+	return net
+}
+
 func TestBatcher(t *testing.T) {
 	ctx := context.Background()
 	n := fake.NewNeutron()
-	net, _ := n.CreateNetwork(ctx, openstack.NetworkSpec{Name: "n"})
-	if _, err := n.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: net.ID, CIDR: "10.0.0.0/24"}); err != nil {
-		t.Fatal(err)
-	}
+	net := netWithSubnet(t, n, "10.0.0.0/24")
 	var mu sync.Mutex
 	created := 0
 	b := &Batcher{N: n, Max: 50, InFlight: 1, Created: func(openstack.Port) { mu.Lock(); created++; mu.Unlock() }}
@@ -108,10 +118,7 @@ func holdCreate(t *testing.T, b *Batcher, h *heldCreates, netID string) <-chan e
 func TestWaitIdle(t *testing.T) {
 	ctx := context.Background()
 	n := fake.NewNeutron()
-	net, _ := n.CreateNetwork(ctx, openstack.NetworkSpec{Name: "n"})
-	if _, err := n.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: net.ID, CIDR: "10.0.0.0/24"}); err != nil {
-		t.Fatal(err)
-	}
+	net := netWithSubnet(t, n, "10.0.0.0/24")
 	t.Run("a nil or idle Batcher does not wait", func(t *testing.T) {
 		var nilB *Batcher
 		if d := nilB.WaitIdle(ctx, time.Hour); d != 0 {
@@ -163,10 +170,7 @@ func TestRelistLetsPodCreatesGoFirst(t *testing.T) {
 	ctx := context.Background()
 	n := fake.NewNeutron()
 	m := setup(t, n)
-	net, _ := n.CreateNetwork(ctx, openstack.NetworkSpec{Name: "n"})
-	if _, err := n.CreateSubnet(ctx, openstack.SubnetSpec{NetworkID: net.ID, CIDR: "10.1.0.0/20"}); err != nil {
-		t.Fatal(err)
-	}
+	net := netWithSubnet(t, n, "10.1.0.0/20")
 	for i := range 2*openstack.PortPageSize + 1 {
 		o := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: fmt.Sprintf("u%d", i)}
 		if _, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: net.ID, Tags: o.Tags()}); err != nil {
