@@ -32,6 +32,12 @@ type Options struct {
 	Workers int `json:"workers"`
 	// ResyncPeriod is how often Raven lists its OpenStack objects to repair out-of-band changes and sweep orphans.
 	ResyncPeriod Duration `json:"resyncPeriod"`
+	// PortAuditPeriod is how often a resync lists every port of the cluster. The resyncs between list the namespace
+	// networks, their subnets and the router's interfaces, not the ports, so that their calls grow with namespaces
+	// rather than pods: Raven's own writes keep its view of the ports, and raven-node reports a running pod's port
+	// deleted out of band within seconds. What else happens to ports out of band (a port made with the cluster's
+	// tags, tags moved, a pending pod's port deleted) waits for this listing. 0: every resync lists every port.
+	PortAuditPeriod Duration `json:"portAuditPeriod"`
 	// OrphanGracePeriod protects just-created objects from the sweep.
 	OrphanGracePeriod Duration `json:"orphanGracePeriod"`
 
@@ -213,6 +219,7 @@ func Default() Options {
 		Pools:             Pools{Enabled: true, MinFree: 5, Batch: 10, Max: 50, IdleAfter: Duration{10 * time.Minute}, Budget: 1000},
 		Workers:           16,
 		ResyncPeriod:      Duration{5 * time.Minute},
+		PortAuditPeriod:   Duration{30 * time.Minute},
 		OrphanGracePeriod: Duration{2 * time.Minute},
 		MetricsAddr:       ":8080",
 		HealthAddr:        ":8081",
@@ -264,6 +271,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 	fs.IntVar(&f.o.Workers, "workers", 0, "objects each controller reconciles at once")
 	fs.BoolVar(&f.o.Pools.Enabled, "port-pools", true, "keep ready ports per namespace (pools.enabled)")
 	fs.DurationVar(&f.o.ResyncPeriod.Duration, "resync-period", 0, "how often OpenStack is listed to repair drift and sweep orphans")
+	fs.DurationVar(&f.o.PortAuditPeriod.Duration, "port-audit-period", 0, "how often a resync lists every port, not only the namespace networks (0: every resync)")
 	fs.DurationVar(&f.o.OrphanGracePeriod.Duration, "orphan-grace-period", 0, "age an ownerless object must reach before the sweep deletes it")
 	return f
 }
@@ -305,6 +313,8 @@ func (f *Flags) applySet(o *Options) {
 			o.Pools.Enabled = f.o.Pools.Enabled
 		case "resync-period":
 			o.ResyncPeriod = f.o.ResyncPeriod
+		case "port-audit-period":
+			o.PortAuditPeriod = f.o.PortAuditPeriod
 		case "orphan-grace-period":
 			o.OrphanGracePeriod = f.o.OrphanGracePeriod
 		}
@@ -362,13 +372,23 @@ func (o Options) Validate() error {
 	if o.Nested.NodeSelector != "" && o.Nested.WorkerSubnetID == "" {
 		errs = append(errs, errors.New("nested.nodeSelector needs nested.workerSubnetID (the subnet of the node VMs' ports)"))
 	}
+	errs = append(errs, o.workErrors()...)
+	return errors.Join(errs...)
+}
+
+// workErrors lists the problems of the workers and the resync's periods.
+func (o Options) workErrors() []error {
+	var errs []error
 	if o.Workers < 1 {
 		errs = append(errs, errors.New("workers must be at least 1"))
 	}
 	if o.ResyncPeriod.Duration < time.Second {
 		errs = append(errs, errors.New("resyncPeriod must be at least 1s"))
 	}
-	return errors.Join(errs...)
+	if o.PortAuditPeriod.Duration < 0 {
+		errs = append(errs, errors.New("portAuditPeriod must not be negative (0 lists every port at every resync)"))
+	}
+	return errs
 }
 
 // neutronErrors lists the problems of the neutron section, in the order Validate reports them.

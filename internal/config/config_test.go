@@ -68,6 +68,11 @@ func TestLoadAndFlags(t *testing.T) {
 		{"an unknown field is an error", valid + "bogus: 1\n", nil, nil, "bogus"},
 		{"a bad CIDR is an error", strings.Replace(valid, "10.0.0.0/24", "10.0.0.0/33", 1), nil, nil, "serviceSubnetCIDR"},
 		{"a bad duration is an error", strings.Replace(valid, "10s", "ten", 1), nil, nil, "duration"},
+		{"every port is listed every 30 minutes unless asked otherwise", valid, nil,
+			func(o Options) bool { return o.PortAuditPeriod.Duration == 30*time.Minute }, ""},
+		{"portAuditPeriod from the flag", valid + "portAuditPeriod: 1h\n", []string{"--port-audit-period=0s"},
+			func(o Options) bool { return o.PortAuditPeriod.Duration == 0 }, ""},
+		{"a negative portAuditPeriod is an error", valid + "portAuditPeriod: -1m\n", nil, nil, "portAuditPeriod"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

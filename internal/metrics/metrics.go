@@ -23,6 +23,9 @@ type Metrics struct {
 	// Resyncs counts finished resyncs (list, repair, sweep), failed or not: a test or an operator can wait
 	// for a window that contains a whole one.
 	Resyncs *prometheus.CounterVec
+	// PortListings counts the listings of every port of the cluster applied to Raven's view: at start, and at
+	// one resync every portAuditPeriod.
+	PortListings prometheus.Counter
 }
 
 // New builds the collectors and registers them with reg (controller-runtime's registry when nil).
@@ -57,8 +60,12 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "raven_resyncs_total",
 			Help: "Resyncs (OpenStack listed, drift repaired, orphans swept) that ran to their end, by result (ok, error).",
 		}, []string{"result"}),
+		PortListings: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "raven_port_listings_total",
+			Help: "Listings of every port of the cluster applied to Raven's view: at start, and at one resync every portAuditPeriod.",
+		}),
 	}
-	reg.MustRegister(m.PodPortLatency, m.OpenStackCalls, m.OpenStackErrors, m.Swept, m.Writing, m.Resyncs)
+	reg.MustRegister(m.PodPortLatency, m.OpenStackCalls, m.OpenStackErrors, m.Swept, m.Writing, m.Resyncs, m.PortListings)
 	return m
 }
 

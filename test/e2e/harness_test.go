@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
 )
@@ -236,21 +237,27 @@ type ravenOpts struct {
 	// resync and orphanGrace, when set, replace the harness's short resync period of 5s and orphan grace
 	// period of 2s (which let tests see repairs and sweeps quickly); the benchmark passes the shipped defaults.
 	resync, orphanGrace time.Duration
+	// portAudit, when set, replaces the period of the listings of every port (portAuditPeriod): the harness's 15s
+	// (every third resync), or the shipped one with a resync period of the test's own.
+	portAudit time.Duration
 	// process runs Raven as a process beside the stack even where the installed one could run: the
 	// benchmarks, which measure the same binary on every stack, and a test that freezes Raven.
 	process bool
 }
 
-// periods are the resync and orphan grace periods a Raven with these options gets.
-func (o ravenOpts) periods() (resync, grace time.Duration) {
-	resync, grace = 5*time.Second, 2*time.Second
+// periods are the resync, port audit and orphan grace periods a Raven with these options gets.
+func (o ravenOpts) periods() (resync, audit, grace time.Duration) {
+	resync, audit, grace = 5*time.Second, 15*time.Second, 2*time.Second
 	if o.resync > 0 {
-		resync = o.resync
+		resync, audit = o.resync, config.Default().PortAuditPeriod.Duration
+	}
+	if o.portAudit > 0 {
+		audit = o.portAudit
 	}
 	if o.orphanGrace > 0 {
 		grace = o.orphanGrace
 	}
-	return resync, grace
+	return resync, audit, grace
 }
 
 // startRaven stops any running Raven and starts a new one, waiting until /readyz answers 200: the installed
@@ -285,11 +292,11 @@ func startProcess(t testing.TB, o ravenOpts) *Raven {
 	if o.config != "" {
 		config = o.config
 	}
-	resync, grace := o.periods()
+	resync, audit, grace := o.periods()
 	args := []string{
 		"--config=" + config,
 		"--metrics-bind-address=" + r.metrics, "--health-probe-bind-address=" + r.health,
-		"--resync-period=" + resync.String(), "--orphan-grace-period=" + grace.String(), "-v=2",
+		"--resync-period=" + resync.String(), "--port-audit-period=" + audit.String(), "--orphan-grace-period=" + grace.String(), "-v=2",
 	}
 	if o.kubeconfig != "" {
 		args = append(args, "--kubeconfig="+o.kubeconfig)

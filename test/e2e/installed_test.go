@@ -36,7 +36,7 @@ func installable(o ravenOpts) bool {
 }
 
 // installedConfig writes the raven.yaml the installed Raven gets: the stack's (or the test's) configuration
-// with the harness's short resync and grace periods, which let tests see repairs and sweeps quickly, and a
+// with the harness's short resync, port audit and grace periods, which let tests see repairs and sweeps quickly, and a
 // shorter Lease.
 func installedConfig(t testing.TB, o ravenOpts) string {
 	t.Helper()
@@ -48,14 +48,14 @@ func installedConfig(t testing.TB, o ravenOpts) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resync, grace := o.periods()
+	resync, audit, grace := o.periods()
 	var lines []string
 	for _, l := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
-		if !strings.HasPrefix(l, "resyncPeriod:") && !strings.HasPrefix(l, "orphanGracePeriod:") {
+		if !strings.HasPrefix(l, "resyncPeriod:") && !strings.HasPrefix(l, "orphanGracePeriod:") && !strings.HasPrefix(l, "portAuditPeriod:") {
 			lines = append(lines, l)
 		}
 	}
-	lines = append(lines, "resyncPeriod: "+resync.String(), "orphanGracePeriod: "+grace.String(),
+	lines = append(lines, "resyncPeriod: "+resync.String(), "portAuditPeriod: "+audit.String(), "orphanGracePeriod: "+grace.String(),
 		// A Lease of 8 s instead of 15: the successor of a crashed Raven writes sooner.
 		"leaderElection: {enabled: true, namespace: raven-system, leaseDuration: 8s, renewDeadline: 6s, retryPeriod: 1s}")
 	p := filepath.Join(env.repo, "bin", "raven-e2e-installed.yaml")

@@ -361,6 +361,62 @@ func TestPortDeletedInNeutronIsRecreated(t *testing.T) {
 	checkOnePortPerPod(t, ns)
 }
 
+// A resync lists every port once every portAuditPeriod; the resyncs between list the namespace networks only. A
+// port made out of band with the cluster's tags, for a pod that does not exist, outlives the resyncs between
+// (past the orphan grace period), and is released after the next listing of every port.
+func TestAPortMadeOutOfBandWaitsForTheListingOfEveryPort(t *testing.T) {
+	const audit = 30 * time.Second
+	r := startRaven(t, ravenOpts{portAudit: audit})
+	t.Cleanup(r.stop) // the next tests run with the harness's periods
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createPod(t, ns, "mine")
+	ann := waitAnnotated(t, ns, "mine")
+	listings := func() float64 { return r.metric(t, "raven_port_listings_total", nil) }
+	// Right after a listing of every port, so that the next is a whole period away.
+	from := listings()
+	eventually(t, 2*audit, "a listing of every port", func() (bool, error) { return listings() > from, nil })
+	listed := listings()
+	ghost := ownership.Owner{Cluster: env.cluster, Kind: ownership.KindPod, UID: "00000000-0000-4000-8000-0000000000fe", Name: ns + "/ghost"}
+	port, err := env.os.Networking.CreatePort(ctx, openstack.PortSpec{Name: "ghost", NetworkID: ann.NetworkID, DeviceID: ghost.UID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.os.Networking.DeletePort(context.Background(), port.ID) })
+	if err := env.os.Networking.ReplaceTags(ctx, openstack.ResourcePorts, port.ID, ghost.Tags()); err != nil {
+		t.Fatal(err)
+	}
+	made := time.Now()
+	ghostly := func() (bool, error) {
+		p, err := env.os.Networking.GetPort(ctx, port.ID)
+		if openstack.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		o, _ := ownership.Parse(p.Tags)
+		return o.UID == ghost.UID, nil // not released (deleted, or back in a pool)
+	}
+	// Two whole resyncs, past the orphan grace period of 2 s, before the next listing of every port.
+	r.waitResyncs(t, r.resyncs(t), 3, time.Minute)
+	if got := listings(); got != listed {
+		t.Fatalf("%v listings of every port ran within %.1f s, want none (portAuditPeriod %v)", got-listed, time.Since(made).Seconds(), audit)
+	}
+	if still, err := ghostly(); err != nil || !still {
+		t.Fatalf("the port made out of band was released %.1f s after it was made, before any listing of every port (err %v)", time.Since(made).Seconds(), err)
+	}
+	eventually(t, 2*audit, "the port made out of band for a pod that does not exist to be released", func() (bool, error) {
+		still, err := ghostly()
+		return !still, err
+	})
+	if got := listings(); got <= listed {
+		t.Errorf("the port was released with no listing of every port (%v before, %v after)", listed, got)
+	}
+	report(t, "a port made out of band with the cluster's tags: kept by the resyncs between two listings of every port, released %.1f s after it was made (portAuditPeriod %v)",
+		time.Since(made).Seconds(), audit)
+}
+
 // Raven creates ports but cannot annotate (its identity may not patch pods), and is killed with SIGKILL
 // in that state, which is the window between a port create and its annotation. After a restart with
 // full rights every pod has exactly one port and nothing leaked.

@@ -63,6 +63,9 @@ func markdown(res map[string]any) string {
 			num(s, "steady", "leader_rss_mib"), num(s, "steady", "rss_kib_per_pod"),
 			num(s, "steady", "leader_heap_inuse_mib"), num(s, "steady", "standby_heap_inuse_mib"), num(s, "steady", "free_pool_ports"), *budgetFlag)
 	}
+	b.WriteString("\nCalls per resync are those of a resync between two listings of every port, which lists the namespace networks, " +
+		"their subnets and the router's interfaces, not the ports; a resync that lists every port (at start, then once every portAuditPeriod) " +
+		"costs about the cold start's port pages, and the artifact records the one the steady window met, if any (steady.whole_listing_resync).\n")
 	if c, ok := res["curve"].([]map[string]any); ok {
 		b.WriteString("\n| from → to pods | × pods | × leader RSS | × CPU per pod (grow) | × CPU per pod (churn) | × calls per resync | × cold start |\n|---|---|---|---|---|---|---|\n")
 		for _, r := range c {

@@ -24,6 +24,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/octavia"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/ownership"
@@ -37,6 +38,7 @@ var (
 	churnSecs   = flag.Int("scale.churn-seconds", 60, "length of the churn phase")
 	churnRate   = flag.Float64("scale.churn-rate", 0, "pods created (and as many deleted) per second in the churn phase (0: half of what the simulated Neutron can make)")
 	resyncFlag  = flag.Duration("scale.resync", time.Minute, "Raven's resync period")
+	auditFlag   = flag.Duration("scale.port-audit", config.Default().PortAuditPeriod.Duration, "Raven's portAuditPeriod (how often a resync lists every port)")
 	budgetFlag  = flag.Int("scale.budget", 1000, "pools.budget: free pool ports cluster-wide")
 	leaseFlag   = flag.Duration("scale.lease", 15*time.Second, "leader election lease duration (renew deadline 2/3 of it, retry 1/5)")
 	replicaName = []string{"raven-a", "raven-b"}
@@ -162,9 +164,10 @@ namespaces: {exclude: [kube-node-lease, kube-system, kube-public, default]}
 pools: {enabled: true, perNode: true, minFree: 5, batch: 10, max: 50, idleAfter: 10m, budget: %d}
 octavia: {provider: ovn}
 resyncPeriod: %s
+portAuditPeriod: %s
 orphanGracePeriod: 2m
 leaderElection: {enabled: true, namespace: default, leaseDuration: %s, renewDeadline: %s, retryPeriod: %s}
-`, b.k.kubeconfig, clouds, serviceCIDR, *budgetFlag, *resyncFlag, *leaseFlag, renew, retry)
+`, b.k.kubeconfig, clouds, serviceCIDR, *budgetFlag, *resyncFlag, *auditFlag, *leaseFlag, renew, retry)
 }
 
 func (b *bench) start(t testing.TB, name string) *raven {
@@ -271,13 +274,27 @@ func (b *bench) steadyPhase(ctx context.Context, t *testing.T, to shape, r map[s
 	logf(t, "steady state: waiting for two resyncs")
 	n0 := leader.metric(t, "raven_resyncs_total")
 	waitFor(ctx, t, 3**resyncFlag+10*time.Minute, "a resync", func() (bool, error) { return leader.metric(t, "raven_resyncs_total") > n0, nil })
-	b.s.reset(t)
-	start := time.Now()
-	waitFor(ctx, t, 2**resyncFlag+10*time.Minute, "the next resync", func() (bool, error) {
-		return leader.metric(t, "raven_resyncs_total") > n0+1, nil
-	})
-	period := time.Since(start)
-	st := b.s.stats(t)
+	// The window holds one whole resync, between two listings of every port (portAuditPeriod): a window that held
+	// such a listing is recorded apart, and the next resync is measured.
+	var (
+		period time.Duration
+		st     simStats
+		whole  map[string]any
+	)
+	for n := n0 + 1; ; n++ {
+		all := leader.metric(t, "raven_port_listings_total")
+		b.s.reset(t)
+		start := time.Now()
+		waitFor(ctx, t, 2**resyncFlag+10*time.Minute, "the next resync", func() (bool, error) {
+			return leader.metric(t, "raven_resyncs_total") > n, nil
+		})
+		period, st = time.Since(start), b.s.stats(t)
+		if leader.metric(t, "raven_port_listings_total") == all || whole != nil || *auditFlag <= *resyncFlag {
+			break // (every resync lists every port when portAuditPeriod is not longer than the resync period)
+		}
+		whole = map[string]any{"calls": st.Totals.Calls, "list_calls": st.Totals.ListCalls, "list_pages": st.Totals.ListPages, "writes": st.Totals.Writes}
+		logf(t, "steady: that resync listed every port (%d calls, %d pages; portAuditPeriod %v); measuring the next one", st.Totals.Calls, st.Totals.ListPages, *auditFlag)
+	}
 	u := leader.usage(t)
 	heap := leader.metric(t, "go_memstats_heap_inuse_bytes") / (1 << 20)
 	profile := filepath.Join(b.dir, fmt.Sprintf("heap-%d.pprof", to.pods))
@@ -297,6 +314,10 @@ func (b *bench) steadyPhase(ctx context.Context, t *testing.T, to shape, r map[s
 		"neutron_ports":          st.object("ports"),
 		"budget":                 *budgetFlag,
 		"budget_starved":         leader.metric(t, "raven_port_pool_budget_starved_total"),
+		"port_audit_period_s":    auditFlag.Seconds(),
+	}
+	if whole != nil {
+		steady["whole_listing_resync"] = whole
 	}
 	r["steady"] = steady
 	logf(t, "steady: %d calls in one resync (%d list calls, %d pages, %d writes); leader RSS %.0f MiB (%.1f KiB per pod), standby %.0f MiB; %v free pool ports",

@@ -63,6 +63,26 @@ type Sweeper struct {
 	// without a list of copies (nil: the pods are listed from Client). At 50,000 pods, the listed copies were
 	// about 120 MB of the leader's heap at each resync.
 	Pods func(ctx context.Context, fn func(*corev1.Pod)) error
+
+	// auditedAt is the resync clock's time of the last listing of every port (zero: none yet).
+	auditedAt time.Time
+}
+
+// listsPorts says whether a resync at now lists every port of the cluster: the first does, and then one once
+// portAuditPeriod has passed since the last (every one when it is 0). The others list the namespace networks, their
+// subnets and the router's interfaces, so that their calls grow with namespaces, not pods: Raven's own writes
+// keep its view of the ports, and raven-node reports a running pod's port deleted out of band within seconds.
+func (s *Sweeper) listsPorts(now time.Time) bool {
+	audit := s.Options.PortAuditPeriod.Duration
+	return audit <= 0 || s.auditedAt.IsZero() || now.Sub(s.auditedAt) >= audit
+}
+
+// audited records a listing of every port, applied to the index at now.
+func (s *Sweeper) audited(now time.Time) {
+	s.auditedAt = now
+	if s.Metrics != nil {
+		s.Metrics.PortListings.Inc()
+	}
 }
 
 // eachPod calls fn with every pod of the cache, read only.
@@ -277,24 +297,17 @@ func (s *Sweeper) loadPorts(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	s.Neutron.X.Replace(s.Options.ClusterID, snap)
+	s.audited(time.Now())
 	return true, nil
 }
 
-// Resync refreshes the index from Neutron (unless reload is false), repairs and sweeps.
+// Resync refreshes the index from Neutron (unless reload is false), repairs and sweeps. The ports are listed
+// only when listsPorts says so; the namespace networks every time.
 func (s *Sweeper) Resync(ctx context.Context, now time.Time, reload bool) error {
 	if reload {
-		if _, err := s.Neutron.AdoptMarked(ctx); err != nil {
+		if err := s.reload(ctx, now); err != nil {
 			return err
 		}
-		snap, err := s.Neutron.Relist(ctx)
-		if err != nil {
-			return err
-		}
-		if snap.Yields > 0 {
-			klog.FromContext(ctx).V(1).Info("The resync's port listing let pod port creates go first",
-				"pages", snap.Yields, "waited", snap.Yielded.Round(time.Millisecond))
-		}
-		s.Neutron.X.Replace(s.Options.ClusterID, snap)
 		if p := s.Neutron.P; p != nil {
 			// Claims Neutron records whose tags never followed: offered again on every resync.
 			p.Offer(s.Neutron.X.Claims())
@@ -306,6 +319,34 @@ func (s *Sweeper) Resync(ctx context.Context, now time.Time, reload bool) error 
 		errs = append(errs, f(ctx, now))
 	}
 	return errors.Join(errs...)
+}
+
+// reload lists the namespace networks, and every port when listsPorts says so, into the index.
+func (s *Sweeper) reload(ctx context.Context, now time.Time) error {
+	log := klog.FromContext(ctx)
+	if !s.listsPorts(now) {
+		snap, err := neutron.ListNetworks(ctx, s.Neutron.N, s.Neutron.C)
+		if err != nil {
+			return err
+		}
+		s.Neutron.X.Replace(s.Options.ClusterID, snap)
+		return nil
+	}
+	if _, err := s.Neutron.AdoptMarked(ctx); err != nil {
+		return err
+	}
+	snap, err := s.Neutron.Relist(ctx)
+	if err != nil {
+		return err
+	}
+	if snap.Yields > 0 {
+		log.V(1).Info("The resync's port listing let pod port creates go first",
+			"pages", snap.Yields, "waited", snap.Yielded.Round(time.Millisecond))
+	}
+	log.V(1).Info("Listed every port", "ports", len(snap.Ports))
+	s.Neutron.X.Replace(s.Options.ClusterID, snap)
+	s.audited(now)
+	return nil
 }
 
 // old says an object last created or changed at since has outlived the grace period.

@@ -248,3 +248,85 @@ func TestOrphanSweepReadsPodsInPlace(t *testing.T) {
 		t.Errorf("the sweep changed the cache's pod:\n got %+v\nwant %+v", live, before)
 	}
 }
+
+// portListings counts the listings of every port of the cluster (EachPortPage with the cluster's selector).
+type portListings struct {
+	*fake.Neutron
+	whole int
+}
+
+func (p *portListings) EachPortPage(ctx context.Context, f openstack.Filter, fn func([]openstack.Port)) error {
+	if slices.Equal(f.Tags, ownership.ClusterSelector("c1")) {
+		p.whole++
+	}
+	return p.Neutron.EachPortPage(ctx, f, fn)
+}
+
+// A resync lists every port at first and then once every portAuditPeriod; those between list the namespace
+// networks only. So a port made out of band with the cluster's tags, and a port deleted out of band, are seen
+// at the next listing of every port: then the first is swept (its owner is gone past the grace period) and the
+// pod of the second is sent back to its reconciler. With portAuditPeriod 0, every resync lists every port.
+func TestResyncListsEveryPortOncePerAuditPeriod(t *testing.T) {
+	cases := []struct {
+		name  string
+		audit time.Duration
+		// wantSecond says whether the second resync, a minute after the first, lists every port.
+		wantSecond bool
+	}{
+		{name: "the resyncs between two listings of every port list none", audit: 30 * time.Minute},
+		{name: "portAuditPeriod 0 lists every port at every resync", wantSecond: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := newCloud(t)
+			rec := &portListings{Neutron: c.n}
+			c.m.N = rec
+			ann := podObj("live", "live-uid")
+			ann.SetAnnotations(map[string]string{"kuryr.org/neutron-port": `{"id":"` + c.ports["live-uid"] + `"}`})
+			s, pods, _ := c.sweeper(namespaceObj(), ann, podObj("gone", "gone-uid"))
+			s.Options.PortAuditPeriod = config.Duration{Duration: tc.audit}
+			if err := s.Resync(ctx, t0, true); err != nil {
+				t.Fatal(err)
+			}
+			if rec.whole != 1 {
+				t.Fatalf("%d listings of every port at the first resync, want 1", rec.whole)
+			}
+			// Out of band: a port with the tags of a pod that never existed, and the live pod's port deleted.
+			stray, err := c.n.CreatePort(ctx, openstack.PortSpec{NetworkID: c.net.ID, DeviceID: "stray-uid"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.n.ReplaceTags(ctx, openstack.ResourcePorts, stray.ID, ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: "stray-uid", Name: "ns/stray"}.Tags()); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.n.DeletePort(ctx, c.ports["live-uid"]); err != nil {
+				t.Fatal(err)
+			}
+			// A minute later, past the grace period of the stray port (the fake dates it t0).
+			if err := s.Resync(ctx, t0.Add(grace+time.Minute), true); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := rec.whole == 2, tc.wantSecond; got != want {
+				t.Fatalf("the second resync listed every port: %v, want %v", got, want)
+			}
+			if c.exists(stray.ID) == tc.wantSecond || (len(pods) == 1) != tc.wantSecond {
+				t.Fatalf("after the second resync: stray port exists %v, %d repairs; want the listing of every port (%v) to sweep it and repair the pod",
+					c.exists(stray.ID), len(pods), tc.wantSecond)
+			}
+			// Past the audit period: every port is listed again.
+			if err := s.Resync(ctx, t0.Add(tc.audit+grace+2*time.Minute), true); err != nil {
+				t.Fatal(err)
+			}
+			if rec.whole < 2 {
+				t.Fatal("the resync past portAuditPeriod did not list every port")
+			}
+			if c.exists(stray.ID) {
+				t.Error("the port made out of band for a pod that does not exist was not swept")
+			}
+			if len(pods) == 0 {
+				t.Error("the pod whose port was deleted out of band was never sent back to its reconciler")
+			}
+		})
+	}
+}
