@@ -23,8 +23,8 @@ type Metrics struct {
 	// Resyncs counts finished resyncs (list, repair, sweep), failed or not: a test or an operator can wait
 	// for a window that contains a whole one.
 	Resyncs *prometheus.CounterVec
-	// PortListings counts the listings of every port of the cluster applied to Raven's view: at start, and at
-	// one resync every portAuditPeriod.
+	// PortListings counts the listings of every port of the cluster applied to Raven's view: at start, at the
+	// first resync after it, and then at one resync every portAuditPeriod.
 	PortListings prometheus.Counter
 }
 
@@ -62,7 +62,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"result"}),
 		PortListings: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "raven_port_listings_total",
-			Help: "Listings of every port of the cluster applied to Raven's view: at start, and at one resync every portAuditPeriod.",
+			Help: "Listings of every port of the cluster applied to Raven's view: at start, at the first resync after it, and then at one resync every portAuditPeriod.",
 		}),
 	}
 	reg.MustRegister(m.PodPortLatency, m.OpenStackCalls, m.OpenStackErrors, m.Swept, m.Writing, m.Resyncs, m.PortListings)

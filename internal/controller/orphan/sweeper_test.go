@@ -330,3 +330,28 @@ func TestResyncListsEveryPortOncePerAuditPeriod(t *testing.T) {
 		})
 	}
 }
+
+// The start-up listing is followed, at the first periodic resync, by a second listing of every port: a create
+// the previous leader sent before it stopped may end in Neutron after the first. The resyncs after it list no
+// port until portAuditPeriod has passed.
+func TestTheFirstResyncAfterStartListsEveryPortAgain(t *testing.T) {
+	ctx := context.Background()
+	c := newCloud(t)
+	rec := &portListings{Neutron: c.n}
+	c.m.N = rec
+	s, _, _ := c.sweeper(namespaceObj(), podObj("live", "live-uid"), podObj("gone", "gone-uid"))
+	s.Options.PortAuditPeriod = config.Duration{Duration: 30 * time.Minute}
+	if ok, err := s.loadPorts(ctx); !ok || err != nil {
+		t.Fatalf("loadPorts: %v %v", ok, err)
+	}
+	var got []int
+	for _, after := range []time.Duration{time.Minute, 2 * time.Minute, 20 * time.Minute} {
+		if err := s.Resync(ctx, t0.Add(after), true); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rec.whole)
+	}
+	if want := []int{2, 2, 2}; !slices.Equal(got, want) {
+		t.Fatalf("listings of every port after the start-up load and each resync: %v, want %v", got, want)
+	}
+}
