@@ -510,6 +510,7 @@ func TestBenchmarkNode(t *testing.T) {
 	putRun(res)
 	def := benchRaven(ravenOpts{})
 	res["raven.resync_period"] = def.resync.String()
+	res["raven.port_audit_period"] = def.portAudit.String()
 	w := watchAnnotations(t)
 	defer w.stop()
 	if env.raven != nil {

@@ -247,12 +247,12 @@ func benchNamespace(t *testing.T, name string) string {
 	return ns
 }
 
-// benchRaven is how every Raven of the benchmark starts: with the shipped resync period and orphan grace
-// period (config.Default(): 5 min and 2 min), not the harness's 3 s and 2 s nor the local stack's
+// benchRaven is how every Raven of the benchmark starts: with the shipped resync, port audit and orphan grace
+// periods (config.Default(): 5 min, 30 min and 2 min), not the harness's short ones nor the local stack's
 // configuration file's 30 s and 10 s, so that what is measured is what a default installation does.
 func benchRaven(o ravenOpts) ravenOpts {
 	d := config.Default()
-	o.resync, o.orphanGrace = d.ResyncPeriod.Duration, d.OrphanGracePeriod.Duration
+	o.resync, o.orphanGrace, o.portAudit = d.ResyncPeriod.Duration, d.OrphanGracePeriod.Duration, d.PortAuditPeriod.Duration
 	o.process = true
 	return o
 }
@@ -586,6 +586,7 @@ func TestBenchmark(t *testing.T) {
 	putRun(res)
 	def := benchRaven(ravenOpts{})
 	res["raven.resync_period"] = def.resync.String()
+	res["raven.port_audit_period"] = def.portAudit.String()
 	res["raven.orphan_grace_period"] = def.orphanGrace.String()
 	w := watchAnnotations(t)
 	defer w.stop()
