@@ -80,6 +80,11 @@ func (s *Sweeper) listsPorts(now time.Time) bool {
 // audited records a listing of every port, applied to the index at now.
 func (s *Sweeper) audited(now time.Time) {
 	s.auditedAt = now
+	s.countPortListing()
+}
+
+// countPortListing counts a listing of every port applied to the index.
+func (s *Sweeper) countPortListing() {
 	if s.Metrics != nil {
 		s.Metrics.PortListings.Inc()
 	}
@@ -299,9 +304,7 @@ func (s *Sweeper) loadPorts(ctx context.Context) (bool, error) {
 	s.Neutron.X.Replace(s.Options.ClusterID, snap)
 	// auditedAt stays zero: the first periodic resync lists every port again, and so finds a port whose create
 	// the previous leader sent before it stopped and Neutron finished after this listing.
-	if s.Metrics != nil {
-		s.Metrics.PortListings.Inc()
-	}
+	s.countPortListing()
 	return true, nil
 }
 
