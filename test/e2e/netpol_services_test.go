@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/raven-net/raven/internal/openstack"
 )
 
 // path is one way from the client to the backend, TCP or UDP: its pod address, its Service's clusterIP or
@@ -36,7 +39,7 @@ func openWithin(t *testing.T, from string, p path, want string, limit time.Durat
 	start := time.Now()
 	for !probeWithin(from, p.network, p.addr, want, time.Second) {
 		if time.Since(start) > limit {
-			t.Fatalf("%s (%s %s): still closed %.0f s after the egress allow", p.what, p.network, p.addr, limit.Seconds())
+			fatalf(t, "%s (%s %s) from %s: still closed after %.0f s", p.what, p.network, p.addr, from, limit.Seconds())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -51,7 +54,7 @@ func TestNetworkPolicyHoldsThroughServices(t *testing.T) {
 	ensureRaven(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	createServingPods(t, ns, "client", "bystander")
+	pods := createServingPods(t, ns, "client", "bystander")
 	createServingDeployment(t, ns, "web", 1)
 	svc := createService(t, ns, "web", func(s *corev1.Service) {
 		s.Spec.Ports = []corev1.ServicePort{
@@ -95,8 +98,9 @@ func TestNetworkPolicyHoldsThroughServices(t *testing.T) {
 	})
 	for _, p := range paths {
 		if !closedFor(client, p, backend, 5*time.Second) {
+			dumpPortGroups(t, "client", pods["client"].ID)
 			dumpServicePath(t, false)
-			t.Fatalf("egress default-deny: the client still reaches the backend through %s (%s %s)", p.what, p.network, p.addr)
+			fatalf(t, "egress default-deny: the client still reaches the backend through %s (%s %s)", p.what, p.network, p.addr)
 		}
 	}
 	for _, p := range paths {
@@ -126,7 +130,34 @@ func TestNetworkPolicyHoldsThroughServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !closedFor(client, path{"another pod", "tcp", net.JoinHostPort(bys.Status.PodIP, "80")}, "bystander", 3*time.Second) {
-		t.Fatal("the egress allow to app=web let the client reach another pod")
+		dumpPortGroups(t, "client", pods["client"].ID)
+		fatalf(t, "the egress allow to app=web let the client reach another pod")
+	}
+}
+
+// dumpPortGroups logs the security groups a pod's port carries in Neutron, with their rules.
+func dumpPortGroups(t testing.TB, pod, portID string) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := env.os.Networking.GetPort(ctx, portID)
+	if err != nil {
+		t.Logf("port %s of %s: %v", portID, pod, err)
+		return
+	}
+	t.Logf("port %s of %s: security groups %v", p.ID, pod, p.SecurityGroups)
+	sgs, err := env.os.Networking.ListSecurityGroups(ctx, openstack.Filter{})
+	if err != nil {
+		t.Logf("security groups: %v", err)
+		return
+	}
+	for _, sg := range sgs {
+		if !slices.Contains(p.SecurityGroups, sg.ID) {
+			continue
+		}
+		t.Logf("  group %s %s (%s): %d rules", sg.ID, sg.Name, sg.Description, len(sg.Rules))
+		for _, r := range sg.Rules {
+			t.Logf("    %s %s %s %d-%d remote ip %q group %q", r.Direction, r.EtherType, r.Protocol, r.PortRangeMin, r.PortRangeMax, r.RemoteIPPrefix, r.RemoteGroupID)
+		}
 	}
 }
 
