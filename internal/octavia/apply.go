@@ -34,6 +34,74 @@ func Read(ctx context.Context, lbc openstack.LoadBalancing, lbID string) (Curren
 	return cur, err
 }
 
+// Layout is the listeners and pools of one load balancer, as a listing of every load balancer's held them.
+type Layout struct {
+	Listeners []openstack.Listener
+	Pools     []openstack.Pool
+}
+
+// Layouts lists the listeners and pools that carry tags, of every load balancer, by load balancer ID: two
+// paginated lists, where Read makes one of each per load balancer.
+func Layouts(ctx context.Context, lbc openstack.LoadBalancing, tags []string) (map[string]Layout, error) {
+	ls, err := lbc.ListTaggedListeners(ctx, tags)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := lbc.ListTaggedPools(ctx, tags)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Layout{}
+	for _, l := range ls {
+		for _, ref := range l.LoadBalancers {
+			lay := out[ref.ID]
+			lay.Listeners = append(lay.Listeners, l)
+			out[ref.ID] = lay
+		}
+	}
+	for _, p := range ps {
+		for _, ref := range p.LoadBalancers {
+			lay := out[ref.ID]
+			lay.Pools = append(lay.Pools, p)
+			out[ref.ID] = lay
+		}
+	}
+	return out, nil
+}
+
+// ReadWith is Read for a load balancer whose listeners and pools a listing held (Layouts): one read, its status
+// tree, where Read makes three. The tree is read now, and the layout stands only where the tree shows the same
+// listeners and the same pools on them; otherwise (a change since the listing, or a listener or pool without
+// the tags) the listeners and pools are read as Read does.
+func ReadWith(ctx context.Context, lbc openstack.LoadBalancing, lbID string, l Layout) (Current, error) {
+	tree, err := lbc.LoadBalancerStatus(ctx, lbID)
+	if err != nil {
+		return Current{}, err
+	}
+	if !l.matches(tree) {
+		return Read(ctx, lbc, lbID)
+	}
+	return Current{Listeners: l.Listeners, Pools: l.Pools, Members: tree.Members, Monitors: tree.Monitors}, nil
+}
+
+// matches says whether the layout has the tree's listeners, and the tree's pools as its pools on a listener.
+func (l Layout) matches(tree openstack.StatusTree) bool {
+	listeners := make([]string, 0, len(l.Listeners))
+	for _, x := range l.Listeners {
+		listeners = append(listeners, x.ID)
+	}
+	var pools []string
+	for _, p := range l.Pools {
+		if p.ListenerID != "" {
+			pools = append(pools, p.ID)
+		}
+	}
+	slices.Sort(listeners)
+	slices.Sort(pools)
+	return slices.Equal(listeners, slices.Sorted(slices.Values(tree.Listeners))) &&
+		slices.Equal(pools, slices.Sorted(maps.Keys(tree.Members)))
+}
+
 // Apply makes one step of a plan on the load balancer lbID; what it creates carries tags.
 func Apply(ctx context.Context, lbc openstack.LoadBalancing, lbID string, s Step, tags []string) error {
 	switch s.Kind {

@@ -101,10 +101,14 @@ type LoadBalancing interface {
 	DeleteLoadBalancer(ctx context.Context, id string) error
 
 	ListListeners(ctx context.Context, loadBalancerID string) ([]Listener, error)
+	// ListTaggedListeners lists the listeners of every load balancer that carry all of tags.
+	ListTaggedListeners(ctx context.Context, tags []string) ([]Listener, error)
 	CreateListener(ctx context.Context, spec ListenerSpec) (*Listener, error)
 	DeleteListener(ctx context.Context, id string) error
 
 	ListPools(ctx context.Context, loadBalancerID string) ([]Pool, error)
+	// ListTaggedPools lists the pools of every load balancer that carry all of tags.
+	ListTaggedPools(ctx context.Context, tags []string) ([]Pool, error)
 	CreatePool(ctx context.Context, spec PoolSpec) (*Pool, error)
 	DeletePool(ctx context.Context, id string) error
 

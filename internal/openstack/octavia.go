@@ -83,6 +83,11 @@ func (o *octavia) ListListeners(ctx context.Context, lbID string) ([]Listener, e
 		listeners.List(o.c, listeners.ListOpts{Limit: PageSize, LoadbalancerID: lbID}), labelled("listeners"))
 }
 
+func (o *octavia) ListTaggedListeners(ctx context.Context, tags []string) ([]Listener, error) {
+	return allPages[Listener](ctx, "octavia listener list",
+		listeners.List(o.c, listeners.ListOpts{Limit: PageSize, Tags: tags}), labelled("listeners"))
+}
+
 func (o *octavia) CreateListener(ctx context.Context, s ListenerSpec) (*Listener, error) {
 	var r struct {
 		L *Listener `json:"listener"`
@@ -99,8 +104,16 @@ func (o *octavia) DeleteListener(ctx context.Context, id string) error {
 }
 
 func (o *octavia) ListPools(ctx context.Context, lbID string) ([]Pool, error) {
-	out, err := allPages[Pool](ctx, "octavia pool list",
-		pools.List(o.c, pools.ListOpts{Limit: PageSize, LoadbalancerID: lbID}), labelled("pools"))
+	return listPools(ctx, o.c, pools.ListOpts{Limit: PageSize, LoadbalancerID: lbID})
+}
+
+func (o *octavia) ListTaggedPools(ctx context.Context, tags []string) ([]Pool, error) {
+	return listPools(ctx, o.c, pools.ListOpts{Limit: PageSize, Tags: tags})
+}
+
+// listPools lists pools, each with its listener's ID (ListenerID).
+func listPools(ctx context.Context, c *gophercloud.ServiceClient, opts pools.ListOpts) ([]Pool, error) {
+	out, err := allPages[Pool](ctx, "octavia pool list", pools.List(c, opts), labelled("pools"))
 	for i := range out {
 		if len(out[i].Listeners) > 0 {
 			out[i].ListenerID = out[i].Listeners[0].ID
@@ -129,6 +142,7 @@ func (o *octavia) LoadBalancerStatus(ctx context.Context, lbID string) (StatusTr
 		Statuses struct {
 			LoadBalancer struct {
 				Listeners []struct {
+					ID    string `json:"id"`
 					Pools []struct {
 						ID      string         `json:"id"`
 						Members []Member       `json:"members"`
@@ -143,6 +157,7 @@ func (o *octavia) LoadBalancerStatus(ctx context.Context, lbID string) (StatusTr
 	}
 	out := StatusTree{Members: map[string][]Member{}, Monitors: map[string]MonitorStatus{}}
 	for _, l := range r.Statuses.LoadBalancer.Listeners {
+		out.Listeners = append(out.Listeners, l.ID)
 		for _, p := range l.Pools {
 			out.Members[p.ID] = p.Members
 			if p.Monitor != nil {

@@ -249,6 +249,8 @@ type Listener struct {
 	DefaultPoolID      string   `json:"default_pool_id"`
 	ProvisioningStatus string   `json:"provisioning_status"`
 	Tags               []string `json:"tags"`
+	// LoadBalancers holds the listener's load balancer.
+	LoadBalancers []IDRef `json:"loadbalancers"`
 }
 
 // ListenerSpec describes a listener.
@@ -275,6 +277,8 @@ type Pool struct {
 	MonitorID          string   `json:"healthmonitor_id"`
 	ProvisioningStatus string   `json:"provisioning_status"`
 	Tags               []string `json:"tags"`
+	// LoadBalancers holds the pool's load balancer.
+	LoadBalancers []IDRef `json:"loadbalancers"`
 }
 
 // MonitorSpec describes a pool's health monitor: Type (TCP, UDP-CONNECT, SCTP) probes every member each
@@ -298,8 +302,17 @@ type MonitorStatus struct {
 // StatusTree is what one read of a load balancer's status tree tells, by pool ID: the members of every pool
 // on a listener (without their SubnetID) and the pools' health monitors.
 type StatusTree struct {
+	// Listeners are the IDs of the load balancer's listeners.
+	Listeners []string
+	// Members and Monitors are by pool ID, for every pool on a listener (a pool without a listener is not in
+	// the tree).
 	Members  map[string][]Member
 	Monitors map[string]MonitorStatus
+}
+
+// IDRef names an object by its ID, as Octavia lists an object's parents and children.
+type IDRef struct {
+	ID string `json:"id"`
 }
 
 // SessionPersistence is a pool's stickiness.

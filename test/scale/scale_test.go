@@ -433,7 +433,7 @@ func percentile(ms []float64, p float64) float64 {
 
 // listFloor is a cold start's floor: what Raven must read to know the cluster's OpenStack side, listed by hand
 // with the same clients and filters (namespace networks and subnets, every port of the cluster, the Services'
-// load balancers), without Raven. The port listing runs beside the load balancers' reads, as Raven's does. ports
+// load balancers with their listeners, pools and members), without Raven. The port listing runs beside the load balancers' reads, as Raven's does. ports
 // is the time of the port listing alone: one paginated listing, which any writer that must not leak or
 // duplicate a port reads before it writes.
 func (b *bench) listFloor(ctx context.Context, t *testing.T) (all, ports time.Duration, calls int64) {
@@ -456,14 +456,19 @@ func (b *bench) listFloor(ctx context.Context, t *testing.T) (all, ports time.Du
 		ports = time.Since(from)
 		listed <- err
 	}()
-	lbs, err := c.LoadBalancing.ListLoadBalancers(ctx, ownership.Selector(clusterID, ownership.KindService))
+	svc := ownership.Selector(clusterID, ownership.KindService)
+	lbs, err := c.LoadBalancing.ListLoadBalancers(ctx, svc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What Octavia holds for each load balancer: its listeners, pools, and members (the status tree), read
-	// with as many at once as Raven's workers.
+	// What Octavia holds for each load balancer: the listeners and pools of all (two paginated lists), then
+	// each one's members (the status tree), read with as many at once as Raven's workers.
+	layouts, err := octavia.Layouts(ctx, c.LoadBalancing, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	parallel(t, 0, len(lbs), 8, func(i int) error {
-		_, err := octavia.Read(ctx, c.LoadBalancing, lbs[i].ID)
+		_, err := octavia.ReadWith(ctx, c.LoadBalancing, lbs[i].ID, layouts[lbs[i].ID])
 		return err
 	})
 	if err := <-listed; err != nil {

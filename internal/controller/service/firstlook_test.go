@@ -51,7 +51,7 @@ func (w *world) restarted() *Reconciler {
 	return &Reconciler{Client: w.c, Neutron: w.m, LB: w.o, Provider: w.r.Provider, Gate: w.r.Gate, Recorder: w.rec, Backends: &octavia.Backends{}}
 }
 
-// A new leader lists the cluster's load balancers and floating IPs once, and the first reconcile of each Service
+// A new leader lists the cluster's load balancers, floating IPs, listeners and pools once, and the first reconcile of each Service
 // in sync reads its own from that listing: no per-Service list, no write. The listing serves each Service once,
 // and never stands for a load balancer it did not see, nor for a floating IP a Service wants.
 func TestANewLeaderListsLoadBalancersOnceForEveryService(t *testing.T) {
@@ -86,10 +86,16 @@ func TestANewLeaderListsLoadBalancersOnceForEveryService(t *testing.T) {
 	if w.o.Called("LoadBalancerStatus") != n {
 		t.Errorf("%d status reads for %d Services: each reads its own load balancer's members", w.o.Called("LoadBalancerStatus"), n)
 	}
+	if got := w.o.Called("ListListeners", "ListPools"); got != 2 {
+		t.Errorf("%d listener and pool lists for %d Services, want 2: one of each for all", got, n)
+	}
 
 	reconcileNamed(t, r, 0)
 	if got := w.o.Called("ListLoadBalancers"); got != 2 {
 		t.Errorf("a Service's second reconcile: %d load balancer lists in all, want 2 (its own)", got)
+	}
+	if got := w.o.Called("ListListeners", "ListPools"); got != 4 {
+		t.Errorf("a Service's second reconcile: %d listener and pool lists in all, want 4 (its own as well)", got)
 	}
 	if err := w.c.Create(context.Background(), named(n, nil)); err != nil {
 		t.Fatal(err)

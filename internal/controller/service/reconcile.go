@@ -189,7 +189,7 @@ func (r *Reconciler) desired(ctx context.Context, svc *corev1.Service) ([]octavi
 // build takes an ACTIVE load balancer one step closer to want; once there, it sets up the floating IP and
 // writes the Service's annotations and status. look is what the first look held of the Service.
 func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip openstack.Port, lb *openstack.LoadBalancer, want []octavia.Listener, look seen) (reconcile.Result, error) {
-	cur, err := octavia.Read(ctx, r.LB, lb.ID)
+	cur, err := r.read(ctx, lb.ID, look)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -240,6 +240,15 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 		retry = shortest(retry, after)
 	}
 	return reconcile.Result{RequeueAfter: retry}, nil
+}
+
+// read returns what Octavia holds for the load balancer: with the listeners and pools the first look listed,
+// when it holds them, else with its own.
+func (r *Reconciler) read(ctx context.Context, lbID string, look seen) (octavia.Current, error) {
+	if l, ok := look.layouts[lbID]; ok {
+		return octavia.ReadWith(ctx, r.LB, lbID, l)
+	}
+	return octavia.Read(ctx, r.LB, lbID)
 }
 
 // explainCreate adds to a create error what an operator can do about it. A provider that makes its own VIP

@@ -419,6 +419,27 @@ func (o *Octavia) ListListeners(_ context.Context, lbID string) ([]openstack.Lis
 	return out, nil
 }
 
+// ListTaggedListeners implements openstack.LoadBalancing: the listeners of every load balancer carrying all
+// the tags (counted as ListListeners).
+func (o *Octavia) ListTaggedListeners(_ context.Context, tags []string) ([]openstack.Listener, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("ListListeners", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.Listener
+	for _, s := range o.sorted() {
+		for _, l := range s.listeners {
+			if hasTags(l.Tags, tags) {
+				c := copyListener(*l)
+				c.LoadBalancers = []openstack.IDRef{{ID: s.lb.ID}}
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}
+
 // CreateListener implements openstack.LoadBalancing: one listener per protocol and port on a load balancer.
 func (o *Octavia) CreateListener(_ context.Context, spec openstack.ListenerSpec) (*openstack.Listener, error) {
 	o.mu.Lock()
@@ -485,6 +506,27 @@ func (o *Octavia) ListPools(_ context.Context, lbID string) ([]openstack.Pool, e
 	if s, ok := o.lbs[lbID]; ok {
 		for _, p := range s.pools {
 			out = append(out, copyPool(*p))
+		}
+	}
+	return out, nil
+}
+
+// ListTaggedPools implements openstack.LoadBalancing: the pools of every load balancer carrying all the tags
+// (counted as ListPools).
+func (o *Octavia) ListTaggedPools(_ context.Context, tags []string) ([]openstack.Pool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enter("ListPools", false); err != nil {
+		return nil, err
+	}
+	var out []openstack.Pool
+	for _, s := range o.sorted() {
+		for _, p := range s.pools {
+			if hasTags(p.Tags, tags) {
+				c := copyPool(*p)
+				c.LoadBalancers = []openstack.IDRef{{ID: s.lb.ID}}
+				out = append(out, c)
+			}
 		}
 	}
 	return out, nil
@@ -568,6 +610,9 @@ func (o *Octavia) LoadBalancerStatus(_ context.Context, lbID string) (openstack.
 		return openstack.StatusTree{}, octaviaNotFound("LoadBalancerStatus", "Load Balancer", lbID)
 	}
 	out := openstack.StatusTree{Members: map[string][]openstack.Member{}, Monitors: map[string]openstack.MonitorStatus{}}
+	for _, l := range s.listeners {
+		out.Listeners = append(out.Listeners, l.ID)
+	}
 	for _, p := range s.pools {
 		if p.ListenerID == "" {
 			continue
@@ -863,12 +908,14 @@ func copyLB(lb openstack.LoadBalancer) openstack.LoadBalancer {
 
 func copyListener(l openstack.Listener) openstack.Listener {
 	l.Tags = slices.Clone(l.Tags)
+	l.LoadBalancers = slices.Clone(l.LoadBalancers)
 	return l
 }
 
 func copyPool(p openstack.Pool) openstack.Pool {
 	p.Tags = slices.Clone(p.Tags)
 	p.Listeners = slices.Clone(p.Listeners)
+	p.LoadBalancers = slices.Clone(p.LoadBalancers)
 	if p.SessionPersistence != nil {
 		sp := *p.SessionPersistence
 		p.SessionPersistence = &sp

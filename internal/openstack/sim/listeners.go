@@ -19,6 +19,16 @@ func (s *Sim) states(lbID string) []fake.LoadBalancerState {
 	return nil
 }
 
+// hasAllTags says whether have holds every tag of want (Octavia's tags filter).
+func hasAllTags(have, want []string) bool {
+	for _, t := range want {
+		if !slices.Contains(have, t) {
+			return false
+		}
+	}
+	return true
+}
+
 // pageSlice pages items by ID.
 func pageSlice[T any](items []T, id func(T) string, q fake.Query) ([]T, bool) {
 	slices.SortFunc(items, func(a, b T) int { return strings.Compare(id(a), id(b)) })
@@ -31,13 +41,16 @@ func pageSlice[T any](items []T, id func(T) string, q fake.Query) ([]T, bool) {
 }
 
 func (s *Sim) listListeners(c *call) (reply, error) {
-	q, err := parseQuery(c.query, "loadbalancer_id")
+	q, err := parseQuery(c.query, "loadbalancer_id", "tags")
 	if err != nil {
 		return reply{}, err
 	}
 	var all []listenerView
 	for _, st := range s.states(q.LoadBalancerID) {
 		for _, l := range st.Listeners {
+			if !hasAllTags(l.Tags, q.Tags) {
+				continue
+			}
 			all = append(all, listenerOut(l, st.ID))
 		}
 	}
@@ -67,13 +80,16 @@ func (s *Sim) deleteListener(c *call) (reply, error) {
 }
 
 func (s *Sim) listPools(c *call) (reply, error) {
-	q, err := parseQuery(c.query, "loadbalancer_id")
+	q, err := parseQuery(c.query, "loadbalancer_id", "tags")
 	if err != nil {
 		return reply{}, err
 	}
 	var all []poolView
 	for _, st := range s.states(q.LoadBalancerID) {
 		for _, p := range st.Pools {
+			if !hasAllTags(p.Tags, q.Tags) {
+				continue
+			}
 			all = append(all, poolOut(p, st.ID, st.Members[p.ID]))
 		}
 	}
