@@ -112,7 +112,6 @@ func (f *firstLook) list(ctx context.Context, r *Reconciler, now time.Time) {
 	}
 	if f.layouts, err = octavia.Layouts(ctx, r.LB, sel); err != nil {
 		log.Error(err, "Listing the cluster's listeners and pools at start; each Service reads its load balancer's own")
-		f.layouts = nil
 	}
 	f.listed = now
 	log.V(1).Info("Listed the cluster's load balancers and floating IPs for the first reconcile of each Service",

@@ -245,7 +245,8 @@ func (o *Octavia) writable(method, lbID string) (*lbState, error) {
 	return s, nil
 }
 
-func hasTags(have, want []string) bool {
+// HasTags says whether have holds every tag of want, as the tags filter of Neutron's and Octavia's lists does.
+func HasTags(have, want []string) bool {
 	for _, t := range want {
 		if !slices.Contains(have, t) {
 			return false
@@ -263,7 +264,7 @@ func (o *Octavia) ListLoadBalancers(_ context.Context, tags []string) ([]opensta
 	}
 	var out []openstack.LoadBalancer
 	for _, s := range o.sorted() {
-		if hasTags(s.lb.Tags, tags) && o.read(s) {
+		if HasTags(s.lb.Tags, tags) && o.read(s) {
 			out = append(out, copyLB(s.lb))
 		}
 	}
@@ -405,32 +406,27 @@ func (o *Octavia) DeleteLoadBalancer(_ context.Context, id string) error {
 
 // ListListeners implements openstack.LoadBalancing.
 func (o *Octavia) ListListeners(_ context.Context, lbID string) ([]openstack.Listener, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if err := o.enter("ListListeners", false); err != nil {
-		return nil, err
-	}
-	var out []openstack.Listener
-	if s, ok := o.lbs[lbID]; ok {
-		for _, l := range s.listeners {
-			out = append(out, copyListener(*l))
-		}
-	}
-	return out, nil
+	return o.listListeners(lbID, nil)
 }
 
 // ListTaggedListeners implements openstack.LoadBalancing: the listeners of every load balancer carrying all
 // the tags (counted as ListListeners).
 func (o *Octavia) ListTaggedListeners(_ context.Context, tags []string) ([]openstack.Listener, error) {
+	return o.listListeners("", tags)
+}
+
+// listListeners lists the listeners carrying all the tags of the load balancer lbID ("": of every one), each
+// naming its load balancer, as Octavia's listener list does.
+func (o *Octavia) listListeners(lbID string, tags []string) ([]openstack.Listener, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := o.enter("ListListeners", false); err != nil {
 		return nil, err
 	}
 	var out []openstack.Listener
-	for _, s := range o.sorted() {
+	for _, s := range o.states(lbID) {
 		for _, l := range s.listeners {
-			if hasTags(l.Tags, tags) {
+			if HasTags(l.Tags, tags) {
 				c := copyListener(*l)
 				c.LoadBalancers = []openstack.IDRef{{ID: s.lb.ID}}
 				out = append(out, c)
@@ -497,32 +493,27 @@ func (o *Octavia) DeleteListener(_ context.Context, id string) error {
 
 // ListPools implements openstack.LoadBalancing.
 func (o *Octavia) ListPools(_ context.Context, lbID string) ([]openstack.Pool, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if err := o.enter("ListPools", false); err != nil {
-		return nil, err
-	}
-	var out []openstack.Pool
-	if s, ok := o.lbs[lbID]; ok {
-		for _, p := range s.pools {
-			out = append(out, copyPool(*p))
-		}
-	}
-	return out, nil
+	return o.listPools(lbID, nil)
 }
 
 // ListTaggedPools implements openstack.LoadBalancing: the pools of every load balancer carrying all the tags
 // (counted as ListPools).
 func (o *Octavia) ListTaggedPools(_ context.Context, tags []string) ([]openstack.Pool, error) {
+	return o.listPools("", tags)
+}
+
+// listPools lists the pools carrying all the tags of the load balancer lbID ("": of every one), each naming
+// its load balancer, as Octavia's pool list does.
+func (o *Octavia) listPools(lbID string, tags []string) ([]openstack.Pool, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := o.enter("ListPools", false); err != nil {
 		return nil, err
 	}
 	var out []openstack.Pool
-	for _, s := range o.sorted() {
+	for _, s := range o.states(lbID) {
 		for _, p := range s.pools {
-			if hasTags(p.Tags, tags) {
+			if HasTags(p.Tags, tags) {
 				c := copyPool(*p)
 				c.LoadBalancers = []openstack.IDRef{{ID: s.lb.ID}}
 				out = append(out, c)
@@ -530,6 +521,18 @@ func (o *Octavia) ListTaggedPools(_ context.Context, tags []string) ([]openstack
 		}
 	}
 	return out, nil
+}
+
+// states are the load balancer lbID's state, when it exists, or every load balancer's when lbID is "" (as a list
+// without a loadbalancer_id filter); called under the lock.
+func (o *Octavia) states(lbID string) []*lbState {
+	if lbID == "" {
+		return o.sorted()
+	}
+	if s, ok := o.lbs[lbID]; ok {
+		return []*lbState{s}
+	}
+	return nil
 }
 
 // CreatePool implements openstack.LoadBalancing: the pool becomes the listener's default pool; a listener

@@ -36,7 +36,7 @@ func matchQuery(q Query, o obj) bool {
 	if len(q.TagsAny) > 0 && !slices.ContainsFunc(q.TagsAny, func(t string) bool { return slices.Contains(o.tags, t) }) {
 		return false
 	}
-	return len(q.NotTags) == 0 || !hasTags(o.tags, q.NotTags)
+	return len(q.NotTags) == 0 || !HasTags(o.tags, q.NotTags)
 }
 
 // matchPort says whether a port matches q, its addresses included.

@@ -19,16 +19,6 @@ func (s *Sim) states(lbID string) []fake.LoadBalancerState {
 	return nil
 }
 
-// hasAllTags says whether have holds every tag of want (Octavia's tags filter).
-func hasAllTags(have, want []string) bool {
-	for _, t := range want {
-		if !slices.Contains(have, t) {
-			return false
-		}
-	}
-	return true
-}
-
 // pageSlice pages items by ID.
 func pageSlice[T any](items []T, id func(T) string, q fake.Query) ([]T, bool) {
 	slices.SortFunc(items, func(a, b T) int { return strings.Compare(id(a), id(b)) })
@@ -48,7 +38,7 @@ func (s *Sim) listListeners(c *call) (reply, error) {
 	var all []listenerView
 	for _, st := range s.states(q.LoadBalancerID) {
 		for _, l := range st.Listeners {
-			if !hasAllTags(l.Tags, q.Tags) {
+			if !fake.HasTags(l.Tags, q.Tags) {
 				continue
 			}
 			all = append(all, listenerOut(l, st.ID))
@@ -87,7 +77,7 @@ func (s *Sim) listPools(c *call) (reply, error) {
 	var all []poolView
 	for _, st := range s.states(q.LoadBalancerID) {
 		for _, p := range st.Pools {
-			if !hasAllTags(p.Tags, q.Tags) {
+			if !fake.HasTags(p.Tags, q.Tags) {
 				continue
 			}
 			all = append(all, poolOut(p, st.ID, st.Members[p.ID]))
