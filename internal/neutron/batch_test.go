@@ -204,6 +204,10 @@ func TestRelistLetsPodCreatesGoFirst(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+		// The create's caller has its port a moment before the Batcher's loop ends: wait for that end.
+		if d := m.B.WaitIdle(ctx, time.Minute); d >= time.Minute {
+			t.Fatalf("the Batcher stayed busy %v after its only create ended", d)
+		}
 	})
 	t.Run("with no create in flight, it does not wait", func(t *testing.T) {
 		s, err := m.Relist(ctx)
