@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -19,6 +21,9 @@ func pagedPorts(t *testing.T, n int, limits *[]string) *httptest.Server {
 		q := r.URL.Query()
 		if q.Get("marker") == "" && (q.Get("network_id") != "n" || q.Get("tags") != "a,b") {
 			t.Errorf("the first page's query %q lost the filter", r.URL.RawQuery)
+		}
+		if q.Get("marker") == "" && !slices.Equal(q["fields"], PortListFields) {
+			t.Errorf("the first page asked for the fields %q, want %q", q["fields"], PortListFields)
 		}
 		*limits = append(*limits, q.Get("limit"))
 		limit, err := strconv.Atoi(q.Get("limit"))
@@ -125,5 +130,28 @@ func TestEachPortPageHandsOverEachPage(t *testing.T) {
 	}
 	if want := []int{PortPageSize, PortPageSize, 50}; !slices.Equal(sizes, want) {
 		t.Fatalf("pages of %v ports, want %v", sizes, want)
+	}
+}
+
+// TestPortListFieldsAreAttributesOfPort checks that a listing asks Neutron only for attributes Port decodes, and
+// for every one Raven reads from a listing: an attribute missing here comes back empty from every listed port.
+func TestPortListFieldsAreAttributesOfPort(t *testing.T) {
+	tags := map[string]bool{}
+	typ := reflect.TypeFor[Port]()
+	for i := range typ.NumField() {
+		if tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ","); tag != "" && tag != "-" {
+			tags[tag] = true
+		}
+	}
+	for _, f := range PortListFields {
+		if !tags[f] {
+			t.Errorf("PortListFields asks for %q, which Port does not decode", f)
+		}
+	}
+	// Read from listings by the index, the pod annotation and the sweepers; only these two are left out.
+	for tag := range tags {
+		if !slices.Contains(PortListFields, tag) && tag != "allowed_address_pairs" && tag != "revision_number" {
+			t.Errorf("Port decodes %q, which a listing does not ask for", tag)
+		}
 	}
 }

@@ -11,7 +11,8 @@ type FixedIP struct {
 	IPAddress string `json:"ip_address"`
 }
 
-// Port is a Neutron port.
+// Port is a Neutron port. A listed port carries the attributes of PortListFields only; one read alone
+// (GetPort) carries every attribute.
 type Port struct {
 	ID                  string        `json:"id"`
 	Name                string        `json:"name"`

@@ -40,10 +40,17 @@ var setters = map[string]func(q *listQuery, key string, vals []string) error{
 	"not-tags":        tagList(func(q *listQuery) *[]string { return &q.NotTags }),
 	"not-tags-any":    tagList(func(q *listQuery) *[]string { return &q.NotTagsAny }),
 	"fixed_ips":       fixedIPs,
+	// fields names the attributes each listed object carries (call.page keeps only those), as in Neutron.
+	"fields": func(_ *listQuery, key string, vals []string) error {
+		if slices.Contains(vals, "") {
+			return bad("empty value in %s", key)
+		}
+		return nil
+	},
 }
 
 // pageKeys are the parameters every list takes.
-var pageKeys = []string{"limit", "marker"}
+var pageKeys = []string{"limit", "marker", "fields"}
 
 // tagKeys are the tag filters.
 var tagKeys = []string{"tags", "tags-any", "not-tags", "not-tags-any"}

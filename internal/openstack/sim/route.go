@@ -225,6 +225,9 @@ type link struct {
 // page is the body of a list page: the objects under key, and a next link when more follow the last.
 func (c *call) page(key string, items any, n int, more bool, lastID string) reply {
 	c.items = n
+	if fields := c.query["fields"]; len(fields) > 0 {
+		items = only(items, fields)
+	}
 	body := map[string]any{key: items}
 	if more {
 		q := url.Values{}
@@ -239,6 +242,22 @@ func (c *call) page(key string, items any, n int, more bool, lastID string) repl
 		body[key+"_links"] = []link{{Rel: "next", Href: scheme + "://" + c.r.Host + c.r.URL.Path + "?" + q.Encode()}}
 	}
 	return ok(body)
+}
+
+// only keeps, of each of items (a slice of views), the attributes named in fields, as a list with fields does.
+func only(items any, fields []string) []map[string]json.RawMessage {
+	var out []map[string]json.RawMessage
+	if err := json.Unmarshal(mustJSON(items), &out); err != nil {
+		panic(err) // the simulator's own views are JSON objects
+	}
+	for _, m := range out {
+		for k := range m {
+			if !slices.Contains(fields, k) {
+				delete(m, k)
+			}
+		}
+	}
+	return out
 }
 
 // views maps fn over items.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -219,4 +220,47 @@ func TestRouters(t *testing.T) {
 	steps(t, func() error { return e.net.RemoveRouterInterface(ctx, router.ID, sub.ID) },
 		func() error { return e.net.DeleteRouter(ctx, router.ID) })
 	wantKind(t, "interface removed twice", e.net.RemoveRouterInterface(ctx, router.ID, sub.ID), openstack.KindNotFound)
+}
+
+// TestAListCarriesOnlyTheFieldsAskedFor checks that a list with fields answers with those attributes of each
+// object and keeps them in its next link, as Neutron does, and that Raven's port listing, which asks for
+// openstack.PortListFields, still reads every port whole enough to find its tags, address and node.
+func TestAListCarriesOnlyTheFieldsAskedFor(t *testing.T) {
+	e := start(t, sim.Model{})
+	net, _ := e.namespace(t, "ns", "10.1.0.0/24")
+	made := e.ports(t, net.ID, 3, "a")
+	status, body := raw(t, "GET", e.neutronURL+"/v2.0/ports?limit=2&fields=id&fields=tags", "")
+	if status != 200 {
+		t.Fatalf("%d %v", status, body)
+	}
+	items, _ := body["ports"].([]any)
+	if len(items) != 2 {
+		t.Fatalf("first page %v, want 2 ports", body)
+	}
+	for _, it := range items {
+		if keys := slices.Sorted(maps.Keys(it.(map[string]any))); !slices.Equal(keys, []string{"id", "tags"}) {
+			t.Fatalf("a port listed with fields id and tags carries %v", keys)
+		}
+	}
+	links, _ := body["ports_links"].([]any)
+	if len(links) != 1 || !strings.Contains(links[0].(map[string]any)["href"].(string), "fields=id&fields=tags") {
+		t.Fatalf("next link %v lost the fields", links)
+	}
+	if status, body := raw(t, "GET", e.neutronURL+"/v2.0/ports?fields=", ""); status != 400 {
+		t.Fatalf("an empty field: %d %v, want 400", status, body)
+	}
+	listed, err := e.net.ListPorts(t.Context(), openstack.Filter{NetworkID: net.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != len(made) {
+		t.Fatalf("listed %d ports, want %d", len(listed), len(made))
+	}
+	for i, p := range listed {
+		m := made[i]
+		if p.ID != m.ID || !slices.Equal(p.Tags, m.Tags) || p.MACAddress != m.MACAddress || len(p.FixedIPs) != 1 ||
+			p.FixedIPs[0] != m.FixedIPs[0] || p.NetworkID != net.ID || p.CreatedAt.IsZero() {
+			t.Fatalf("listed %+v, made %+v", p, m)
+		}
+	}
 }
