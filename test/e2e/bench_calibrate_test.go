@@ -344,6 +344,34 @@ func (c *calibration) listPorts(ctx context.Context) {
 // those fields, one after the other, each page timed as the meter times it (request sent → answer's headers).
 // It needs the stack's Neutron endpoint without Keystone (network_endpoint_override).
 func (c *calibration) portListAttributes(ctx context.Context) {
+	endpoint := c.plainNeutronEndpoint()
+	if endpoint == "" {
+		c.t.Logf("no network_endpoint_override in the stack's clouds.yaml: the listing by attributes is not measured")
+		return
+	}
+	first := fmt.Sprintf("%s/v2.0/ports?limit=%d&network_id=%s", endpoint, openstack.PortPageSize, c.network)
+	var fields strings.Builder
+	for _, f := range openstack.PortListFields {
+		fields.WriteString("&fields=" + url.QueryEscape(f))
+	}
+	want, _ := c.listPlain(ctx, first)
+	for range *benchCalCheap {
+		for _, v := range []struct{ label, url string }{
+			{fmt.Sprintf("port list by network (%d ports, every attribute, plain requests)", want), first},
+			{fmt.Sprintf("port list by network (%d ports, Raven's fields, plain requests)", want), first + fields.String()},
+		} {
+			got, ms := c.listPlain(ctx, v.url)
+			if got != want {
+				c.t.Fatalf("%s: %d ports listed", v.label, got)
+			}
+			c.add(v.label, "", want, []calCall{{op: "neutron port list", ms: ms}})
+			c.byName[v.label].Aside = true
+		}
+	}
+}
+
+// plainNeutronEndpoint is the Neutron endpoint of the stack's clouds.yaml when it runs without Keystone, or "".
+func (c *calibration) plainNeutronEndpoint() string {
 	raw, err := os.ReadFile(env.vars["OS_CLIENT_CONFIG_FILE"])
 	if err != nil {
 		c.t.Fatal(err)
@@ -356,61 +384,41 @@ func (c *calibration) portListAttributes(ctx context.Context) {
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		c.t.Fatal(err)
 	}
-	endpoint := strings.TrimSuffix(doc.Clouds[env.vars["OS_CLOUD"]].Endpoint, "/")
-	if endpoint == "" {
-		c.t.Logf("no network_endpoint_override in the stack's clouds.yaml: the listing by attributes is not measured")
-		return
-	}
-	first := fmt.Sprintf("%s/v2.0/ports?limit=%d&network_id=%s", endpoint, openstack.PortPageSize, c.network)
-	var fields strings.Builder
-	for _, f := range openstack.PortListFields {
-		fields.WriteString("&fields=" + url.QueryEscape(f))
-	}
-	list := func(u string) (ports int, ms float64) {
-		for u != "" {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-			if err != nil {
-				c.t.Fatal(err)
-			}
-			start := time.Now()
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				c.t.Fatal(err)
-			}
-			ms += float64(time.Since(start).Microseconds()) / 1000
-			var page struct {
-				Ports []json.RawMessage            `json:"ports"`
-				Links []struct{ Rel, Href string } `json:"ports_links"`
-			}
-			err = json.NewDecoder(resp.Body).Decode(&page)
-			resp.Body.Close()
-			if err != nil || resp.StatusCode != http.StatusOK {
-				c.t.Fatalf("GET %s: %d: %v", u, resp.StatusCode, err)
-			}
-			ports += len(page.Ports)
-			u = ""
-			for _, l := range page.Links {
-				if l.Rel == "next" && len(page.Ports) > 0 {
-					u = l.Href
-				}
+	return strings.TrimSuffix(doc.Clouds[env.vars["OS_CLOUD"]].Endpoint, "/")
+}
+
+// listPlain follows a port list from u by its next links, as plain requests, and returns the ports listed and
+// the pages' summed time to their answers' headers.
+func (c *calibration) listPlain(ctx context.Context, u string) (ports int, ms float64) {
+	for u != "" {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		ms += float64(time.Since(start).Microseconds()) / 1000
+		var page struct {
+			Ports []json.RawMessage            `json:"ports"`
+			Links []struct{ Rel, Href string } `json:"ports_links"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			c.t.Fatalf("GET %s: %d: %v", u, resp.StatusCode, err)
+		}
+		ports += len(page.Ports)
+		u = ""
+		for _, l := range page.Links {
+			if l.Rel == "next" && len(page.Ports) > 0 {
+				u = l.Href
 			}
 		}
-		return ports, ms
 	}
-	want, _ := list(first)
-	for range *benchCalCheap {
-		for _, v := range []struct{ label, url string }{
-			{fmt.Sprintf("port list by network (%d ports, every attribute, plain requests)", want), first},
-			{fmt.Sprintf("port list by network (%d ports, Raven's fields, plain requests)", want), first + fields.String()},
-		} {
-			got, ms := list(v.url)
-			if got != want {
-				c.t.Fatalf("%s: %d ports listed", v.label, got)
-			}
-			c.add(v.label, "", want, []calCall{{op: "neutron port list", ms: ms}})
-			c.byName[v.label].Aside = true
-		}
-	}
+	return ports, ms
 }
 
 // portConcurrency runs a port get and a single port create at each level of concurrent clients; the ports it
