@@ -21,8 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/raven-net/raven/internal/openstack"
 )
 
@@ -340,25 +338,17 @@ func (c *calibration) listPorts(ctx context.Context) {
 }
 
 // portListAttributes measures, aside, what a port listing saves by asking for openstack.PortListFields: the
-// list by network sent as plain requests, pages of openstack.PortPageSize, once for every attribute and once for
-// those fields, one after the other, each page timed as the meter times it (request sent → answer's headers).
-// It needs the stack's Neutron endpoint without Keystone (network_endpoint_override).
+// list by network sent as plain requests to the stack's Neutron (no Keystone, as neutronDo), pages of
+// openstack.PortPageSize, once for every attribute and once for those fields, one after the other, each page timed
+// as the meter times it (request sent → answer's headers).
 func (c *calibration) portListAttributes(ctx context.Context) {
-	endpoint := c.plainNeutronEndpoint()
-	if endpoint == "" {
-		c.t.Logf("no network_endpoint_override in the stack's clouds.yaml: the listing by attributes is not measured")
-		return
-	}
-	first := fmt.Sprintf("%s/v2.0/ports?limit=%d&network_id=%s", endpoint, openstack.PortPageSize, c.network)
-	var fields strings.Builder
-	for _, f := range openstack.PortListFields {
-		fields.WriteString("&fields=" + url.QueryEscape(f))
-	}
+	first := fmt.Sprintf("%s/v2.0/ports?limit=%d&network_id=%s", env.vars["NEUTRON_URL"], openstack.PortPageSize, c.network)
+	fields := "&" + url.Values{"fields": openstack.PortListFields}.Encode()
 	want, _ := c.listPlain(ctx, first)
 	for range *benchCalCheap {
 		for _, v := range []struct{ label, url string }{
 			{fmt.Sprintf("port list by network (%d ports, every attribute, plain requests)", want), first},
-			{fmt.Sprintf("port list by network (%d ports, Raven's fields, plain requests)", want), first + fields.String()},
+			{fmt.Sprintf("port list by network (%d ports, Raven's fields, plain requests)", want), first + fields},
 		} {
 			got, ms := c.listPlain(ctx, v.url)
 			if got != want {
@@ -368,23 +358,6 @@ func (c *calibration) portListAttributes(ctx context.Context) {
 			c.byName[v.label].Aside = true
 		}
 	}
-}
-
-// plainNeutronEndpoint is the Neutron endpoint of the stack's clouds.yaml when it runs without Keystone, or "".
-func (c *calibration) plainNeutronEndpoint() string {
-	raw, err := os.ReadFile(env.vars["OS_CLIENT_CONFIG_FILE"])
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	var doc struct {
-		Clouds map[string]struct {
-			Endpoint string `json:"network_endpoint_override"`
-		} `json:"clouds"`
-	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		c.t.Fatal(err)
-	}
-	return strings.TrimSuffix(doc.Clouds[env.vars["OS_CLOUD"]].Endpoint, "/")
 }
 
 // listPlain follows a port list from u by its next links, as plain requests, and returns the ports listed and
