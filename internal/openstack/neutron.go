@@ -95,8 +95,11 @@ func allPages[T any](ctx context.Context, op string, pager pagination.Pager, ext
 }
 
 func (n *neutron) ListNetworks(ctx context.Context, f Filter) ([]Network, error) {
-	return allPages[Network](ctx, "neutron network list",
-		networks.List(n.c, networks.ListOpts{Limit: PageSize, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), networks.ExtractNetworksInto)
+	q, err := networks.ListOpts{Limit: PageSize, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}.ToNetworkListQuery()
+	if err != nil {
+		return nil, wrap("neutron network list", err)
+	}
+	return listOnce[Network](ctx, "neutron network list", n.c, n.c.ServiceURL("networks")+q, "networks")
 }
 
 func (n *neutron) GetNetwork(ctx context.Context, id string) (*Network, error) {
@@ -119,8 +122,11 @@ func (n *neutron) DeleteNetwork(ctx context.Context, id string) error {
 }
 
 func (n *neutron) ListSubnets(ctx context.Context, f Filter) ([]Subnet, error) {
-	return allPages[Subnet](ctx, "neutron subnet list",
-		subnets.List(n.c, subnets.ListOpts{Limit: PageSize, NetworkID: f.NetworkID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("subnets"))
+	q, err := subnets.ListOpts{Limit: PageSize, NetworkID: f.NetworkID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}.ToSubnetListQuery()
+	if err != nil {
+		return nil, wrap("neutron subnet list", err)
+	}
+	return listOnce[Subnet](ctx, "neutron subnet list", n.c, n.c.ServiceURL("subnets")+q, "subnets")
 }
 
 func (n *neutron) CreateSubnet(ctx context.Context, s SubnetSpec) (*Subnet, error) {
@@ -243,6 +249,14 @@ func (n *neutron) EachPortPage(ctx context.Context, f Filter, fn func([]Port)) e
 	}
 	q += "&" + url.Values{"fields": PortListFields}.Encode()
 	return pagesOnce(ctx, "neutron port list", n.c, n.c.ServiceURL("ports")+q, "ports", fn)
+}
+
+// listOnce reads every page of a list as pagesOnce does, into one slice: the namespace networks and their
+// subnets, one of each per namespace, are listed at every resync.
+func listOnce[T any](ctx context.Context, op string, c *gophercloud.ServiceClient, url, label string) ([]T, error) {
+	var out []T
+	err := pagesOnce(ctx, op, c, url, label, func(page []T) { out = append(out, page...) })
+	return out, err
 }
 
 // pagesOnce follows a list's pages from url as gophercloud's pager does, by each page's "next" link, but

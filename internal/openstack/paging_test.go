@@ -155,3 +155,62 @@ func TestPortListFieldsAreAttributesOfPort(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworksAndSubnetsComeInPages checks that the namespace networks and subnets are read page by page, by
+// each page's next link, keeping the list's filter, each object once.
+func TestNetworksAndSubnetsComeInPages(t *testing.T) {
+	list := map[string]func(Networking) (int, error){
+		"networks": func(n Networking) (int, error) {
+			got, err := n.ListNetworks(t.Context(), Filter{Tags: []string{"a", "b"}})
+			return len(got), err
+		},
+		"subnets": func(n Networking) (int, error) {
+			got, err := n.ListSubnets(t.Context(), Filter{Tags: []string{"a", "b"}})
+			return len(got), err
+		},
+	}
+	for label, count := range list {
+		for _, n := range []int{0, PageSize, 2*PageSize + 1} {
+			t.Run(fmt.Sprintf("%s/%d", label, n), func(t *testing.T) {
+				requests := 0
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					requests++
+					q := r.URL.Query()
+					if !strings.HasSuffix(r.URL.Path, "/"+label) || q.Get("tags") != "a,b" || q.Get("limit") != strconv.Itoa(PageSize) {
+						t.Errorf("request %s?%s: want /%s with tags=a,b and limit=%d", r.URL.Path, r.URL.RawQuery, label, PageSize)
+					}
+					start := 0
+					if m := q.Get("marker"); m != "" {
+						start, _ = strconv.Atoi(m)
+						start++
+					}
+					end := min(start+PageSize, n)
+					items := make([]map[string]any, 0, end-start)
+					for i := start; i < end; i++ {
+						items = append(items, map[string]any{"id": fmt.Sprintf("%06d", i)})
+					}
+					page := map[string]any{label: items}
+					if end < n {
+						page[label+"_links"] = []map[string]string{{"rel": "next",
+							"href": fmt.Sprintf("http://%s/v2.0/%s?limit=%d&tags=a%%2Cb&marker=%06d", r.Host, label, PageSize, end-1)}}
+					}
+					w.Header().Set("Content-Type", "application/json")
+					_ = json.NewEncoder(w).Encode(page)
+				}))
+				defer srv.Close()
+				c := &gophercloud.ServiceClient{ProviderClient: &gophercloud.ProviderClient{HTTPClient: *srv.Client()},
+					Endpoint: srv.URL + "/", ResourceBase: srv.URL + "/v2.0/"}
+				got, err := count(NewNetworking(c))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != n {
+					t.Errorf("listed %d %s, want %d", got, label, n)
+				}
+				if want := max(1, (n+PageSize-1)/PageSize); requests != want {
+					t.Errorf("%d requests, want %d pages", requests, want)
+				}
+			})
+		}
+	}
+}

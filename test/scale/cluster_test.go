@@ -209,8 +209,18 @@ func writeAPIServerFiles(t testing.TB, pki string) string {
 	return token
 }
 
-// waitFor polls cond every interval until it holds; it fails the test after limit.
+// waitFor polls cond every 50 ms until it holds; it fails the test after limit.
 func waitFor(ctx context.Context, t testing.TB, limit time.Duration, what string, cond func() (bool, error)) time.Duration {
+	t.Helper()
+	return waitEvery(ctx, t, limit, 50*time.Millisecond, what, cond)
+}
+
+// scrapeEvery is how often a wait on a replica's metrics scrapes them: each scrape is work for the replica
+// measured, so such waits read its metrics 5 times a second, not 20.
+const scrapeEvery = 200 * time.Millisecond
+
+// waitEvery is waitFor, checking cond every interval.
+func waitEvery(ctx context.Context, t testing.TB, limit, every time.Duration, what string, cond func() (bool, error)) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for {
@@ -221,6 +231,6 @@ func waitFor(ctx context.Context, t testing.TB, limit time.Duration, what string
 		if time.Since(start) > limit || ctx.Err() != nil {
 			t.Fatalf("timed out after %s waiting for %s (last error: %v)", limit, what, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(every)
 	}
 }

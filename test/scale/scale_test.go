@@ -124,7 +124,7 @@ func setupBench(t *testing.T) *bench {
 	b.res["raven_config"] = b.config
 	b.w = watchPods(t, b.k.client)
 	b.start(t, replicaName[0])
-	waitFor(t.Context(), t, time.Minute, "the first replica to lead", func() (bool, error) {
+	waitEvery(t.Context(), t, time.Minute, scrapeEvery, "the first replica to lead", func() (bool, error) {
 		return b.ravens[replicaName[0]].metric(t, "raven_reconciling") == 1, nil
 	})
 	b.start(t, replicaName[1])
@@ -273,7 +273,7 @@ func (b *bench) steadyPhase(ctx context.Context, t *testing.T, to shape, r map[s
 	leader, standby := b.leader(t)
 	logf(t, "steady state: waiting for two resyncs")
 	n0 := leader.metric(t, "raven_resyncs_total")
-	waitFor(ctx, t, 3**resyncFlag+10*time.Minute, "a resync", func() (bool, error) { return leader.metric(t, "raven_resyncs_total") > n0, nil })
+	waitEvery(ctx, t, 3**resyncFlag+10*time.Minute, scrapeEvery, "a resync", func() (bool, error) { return leader.metric(t, "raven_resyncs_total") > n0, nil })
 	// The window holds one whole resync, between two listings of every port (portAuditPeriod): a window that held
 	// such a listing is recorded apart, and the next resync is measured.
 	var (
@@ -285,7 +285,7 @@ func (b *bench) steadyPhase(ctx context.Context, t *testing.T, to shape, r map[s
 		all := leader.metric(t, "raven_port_listings_total")
 		b.s.reset(t)
 		start := time.Now()
-		waitFor(ctx, t, 2**resyncFlag+10*time.Minute, "the next resync", func() (bool, error) {
+		waitEvery(ctx, t, 2**resyncFlag+10*time.Minute, scrapeEvery, "the next resync", func() (bool, error) {
 			return leader.metric(t, "raven_resyncs_total") > n, nil
 		})
 		period, st = time.Since(start), b.s.stats(t)
@@ -336,16 +336,18 @@ func opCalls(st simStats) map[string]int64 {
 
 // reconciled says a replica that just started has loaded its view of OpenStack and reconciled every pod,
 // namespace and Service once, with nothing left in its queues.
+// It reads them from one scrape.
 func reconciled(t testing.TB, r *raven, to shape) bool {
-	if r.metric(t, "raven_reconciling") != 1 {
+	m := r.scrape(t)
+	if m.sum("raven_reconciling") != 1 {
 		return false
 	}
 	for ctrl, n := range map[string]int{"pod": to.pods, "namespace": to.namespaces, "service": to.namespaces} {
-		if r.metric(t, "controller_runtime_reconcile_total", `controller="`+ctrl+`"`) < float64(n) {
+		if m.sum("controller_runtime_reconcile_total", `controller="`+ctrl+`"`) < float64(n) {
 			return false
 		}
 	}
-	return r.metric(t, "workqueue_depth") == 0
+	return m.sum("workqueue_depth") == 0
 }
 
 // coldStartPhase stops both replicas and starts one: its time to reconciled, its calls (0 writes).
@@ -358,7 +360,10 @@ func (b *bench) coldStartPhase(ctx context.Context, t *testing.T, to shape, r ma
 	floor, floorPorts, floorCalls := b.listFloor(ctx, t)
 	b.s.reset(t)
 	one := b.start(t, replicaName[0])
-	d := waitFor(ctx, t, to.within(10*time.Minute), "the restarted replica to reconcile everything", func() (bool, error) {
+	// A CPU profile of the start, for as long as the floor and a quarter: where Raven's time above it goes.
+	cpu := filepath.Join(b.dir, fmt.Sprintf("cpu-coldstart-%d.pprof", to.pods))
+	profiled := one.profileCPU(cpu, floor+floor/4)
+	d := waitEvery(ctx, t, to.within(10*time.Minute), scrapeEvery, "the restarted replica to reconcile everything", func() (bool, error) {
 		return reconciled(t, one, to), nil
 	})
 	total := time.Since(one.started)
@@ -370,6 +375,11 @@ func (b *bench) coldStartPhase(ctx context.Context, t *testing.T, to shape, r ma
 		"list_calls": st.Totals.ListCalls, "list_pages": st.Totals.ListPages, "by_op": opCalls(st),
 		"raven_cpu_s": u.CPUSeconds, "rss_mib": u.RSSMiB, "reconciling": loaded,
 		"floor_list_s": floor.Seconds(), "floor_list_calls": floorCalls, "floor_ports_s": floorPorts.Seconds(),
+	}
+	if err := <-profiled; err != nil {
+		t.Error(err)
+	} else {
+		r["coldstart"].(map[string]any)["cpu_profile"] = cpu
 	}
 	logf(t, "cold start: reconciled in %.1f s with %d calls (%d list calls, %d pages), %d writes; the floor (the same lists by hand) %.1f s, "+
 		"the port listing alone %.1f s", total.Seconds(), st.Totals.Calls, st.Totals.ListCalls, st.Totals.ListPages, st.Totals.Writes,
@@ -391,7 +401,7 @@ func (b *bench) failoverPhase(ctx context.Context, t *testing.T, to shape, r map
 	// counts a lease as expired one lease duration after it first saw the lease's record unchanged, so one that
 	// just started would wait longer. The cold start phase has just started this one.
 	watched := *leaseFlag + *leaseFlag/5
-	waitFor(ctx, t, 5*time.Minute, "the standby to be ready and to have watched the lease", func() (bool, error) {
+	waitEvery(ctx, t, 5*time.Minute, scrapeEvery, "the standby to be ready and to have watched the lease", func() (bool, error) {
 		return time.Since(standby.started) > watched && standby.ready(), nil
 	})
 	logf(t, "failover: killing %s", leader.name)
@@ -414,7 +424,7 @@ func (b *bench) failoverPhase(ctx context.Context, t *testing.T, to shape, r map
 		t.Fatal(err)
 	}
 	// The new leader's first pass over every pod and Service ends before the next phase counts calls.
-	d := waitFor(ctx, t, to.within(15*time.Minute), "the new leader to reconcile everything", func() (bool, error) {
+	d := waitEvery(ctx, t, to.within(15*time.Minute), scrapeEvery, "the new leader to reconcile everything", func() (bool, error) {
 		return reconciled(t, standby, to), nil
 	})
 	r["failover"].(map[string]any)["to_reconciled_s"] = time.Since(killed).Seconds()
@@ -432,8 +442,9 @@ func percentile(ms []float64, p float64) float64 {
 }
 
 // listFloor is a cold start's floor: what Raven must read to know the cluster's OpenStack side, listed by hand
-// with the same clients and filters (namespace networks and subnets, every port of the cluster, the Services'
-// load balancers with their listeners, pools and members), without Raven. The port listing runs beside the load balancers' reads, as Raven's does. ports
+// with the same clients and filters (namespace networks and subnets, every port of the cluster, the router's
+// interfaces, the Services' load balancers with their listeners, pools and members), without Raven. The port
+// listing runs beside the router's interfaces and the load balancers' reads, as Raven's does. ports
 // is the time of the port listing alone: one paginated listing, which any writer that must not leak or
 // duplicate a port reads before it writes.
 func (b *bench) listFloor(ctx context.Context, t *testing.T) (all, ports time.Duration, calls int64) {
@@ -449,11 +460,19 @@ func (b *bench) listFloor(ctx context.Context, t *testing.T) (all, ports time.Du
 	if _, err := c.Networking.ListSubnets(ctx, openstack.Filter{Tags: ns}); err != nil {
 		t.Fatal(err)
 	}
-	listed := make(chan error, 1)
+	routers, err := c.Networking.ListRouters(ctx, openstack.Filter{Tags: ownership.Owner{Cluster: clusterID, Kind: ownership.KindCluster}.Tags()})
+	if err != nil || len(routers) != 1 {
+		t.Fatalf("the cluster's router: %d routers, %v", len(routers), err)
+	}
+	listed := make(chan error, 2)
 	go func() {
 		from := time.Now()
 		_, err := c.Networking.ListPorts(ctx, openstack.Filter{Tags: ownership.ClusterSelector(clusterID)})
 		ports = time.Since(from)
+		listed <- err
+	}()
+	go func() { // the router's interfaces, which carry no tag of the cluster's, beside the ports
+		_, err := c.Networking.ListPorts(ctx, openstack.Filter{DeviceID: routers[0].ID})
 		listed <- err
 	}()
 	svc := ownership.Selector(clusterID, ownership.KindService)
@@ -471,8 +490,10 @@ func (b *bench) listFloor(ctx context.Context, t *testing.T) (all, ports time.Du
 		_, err := octavia.ReadWith(ctx, c.LoadBalancing, lbs[i].ID, layouts[lbs[i].ID])
 		return err
 	})
-	if err := <-listed; err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if err := <-listed; err != nil {
+			t.Fatal(err)
+		}
 	}
 	return time.Since(start), ports, c.Calls.Calls()
 }

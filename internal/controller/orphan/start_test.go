@@ -21,12 +21,12 @@ import (
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
-// heldListing holds the listing of the cluster's ports until release is closed, and closes listing when it
-// begins.
+// heldListing holds the listing of the cluster's ports, and that of the router's interfaces, until release is
+// closed, and closes listing, and routerListing, when each begins.
 type heldListing struct {
 	openstack.Networking
-	once             sync.Once
-	listing, release chan struct{}
+	once, routerOnce                sync.Once
+	listing, routerListing, release chan struct{}
 	// routerListings counts the listings of a device's ports (the router's interfaces).
 	routerListings atomic.Int32
 }
@@ -34,6 +34,10 @@ type heldListing struct {
 func (h *heldListing) ListPorts(ctx context.Context, f openstack.Filter) ([]openstack.Port, error) {
 	if f.DeviceID != "" {
 		h.routerListings.Add(1)
+		h.routerOnce.Do(func() { close(h.routerListing) })
+		if err := h.wait(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := h.hold(ctx, f); err != nil {
 		return nil, err
@@ -52,13 +56,18 @@ func (h *heldListing) EachPortPage(ctx context.Context, f openstack.Filter, fn f
 func (h *heldListing) hold(ctx context.Context, f openstack.Filter) error {
 	if len(f.Tags) == 1 && f.DeviceID == "" {
 		h.once.Do(func() { close(h.listing) })
-		select {
-		case <-h.release:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return h.wait(ctx)
 	}
 	return nil
+}
+
+func (h *heldListing) wait(ctx context.Context) error {
+	select {
+	case <-h.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // startListing starts a sweeper (with a parking place for pods) whose listing of the cluster's ports is held, and
@@ -67,7 +76,7 @@ func (h *heldListing) hold(ctx context.Context, f openstack.Filter) error {
 func startListing(t *testing.T, before ...func(*cloud, *Sweeper)) (*Sweeper, chan event.GenericEvent, *heldListing, context.Context) {
 	t.Helper()
 	c := newCloud(t)
-	held := &heldListing{Networking: c.n, listing: make(chan struct{}), release: make(chan struct{})}
+	held := &heldListing{Networking: c.n, listing: make(chan struct{}), routerListing: make(chan struct{}), release: make(chan struct{})}
 	c.m.N = held
 	s, pods, _ := c.sweeper(namespaceObj(), podObj("live", "live-uid"))
 	s.Gate, s.PodGate, s.Parked = controller.NewGate(), controller.NewGate(), &controller.Parked{}
@@ -86,7 +95,11 @@ func startListing(t *testing.T, before ...func(*cloud, *Sweeper)) (*Sweeper, cha
 		cancel()
 		<-done
 	})
-	<-held.listing
+	select {
+	case <-held.listing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listing of the cluster's ports did not begin")
+	}
 	return s, pods, held, ctx
 }
 
@@ -177,14 +190,14 @@ func TestANewLeaderTrustsTheNamespacesAnnotationsForTheRouter(t *testing.T) {
 	if nn := s.Neutron.X.Network("bare-uid"); nn == nil || nn.Attached {
 		t.Errorf("a namespace without annotations: %+v, want its network known and not attached until the router's interfaces are listed", nn)
 	}
-	if n := held.routerListings.Load(); n != 1 {
-		t.Errorf("the router's interfaces were listed %d times by the time the ports were, want once (with the ports)", n)
-	}
 	close(held.release)
 	wait, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
 	if err := s.Gate.Wait(wait); err != nil {
 		t.Fatalf("the gate did not open once the ports were listed: %v", err)
+	}
+	if n := held.routerListings.Load(); n != 1 {
+		t.Errorf("the router's interfaces were listed %d times by the time every port was, want once (with the ports)", n)
 	}
 	if nn := s.Neutron.X.Network("bare-uid"); nn == nil || !nn.Attached {
 		t.Errorf("once every port is listed, the other namespace's network is %+v, want it attached", nn)
@@ -240,4 +253,16 @@ func TestAFinishedPodThatStillHasAPortGoesBackToItsReconciler(t *testing.T) {
 			}
 		})
 	}
+}
+
+// At start the router's interfaces (a listing of their own: they carry no tag of the cluster's) are listed beside
+// the cluster's ports, not before them: with both held, both must begin.
+func TestAStartListsTheRouterInterfacesBesideThePorts(t *testing.T) {
+	_, _, held, _ := startListing(t) // returns once the cluster's listing has begun, the router's still held
+	select {
+	case <-held.routerListing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the router's interfaces were not listed while the cluster's ports were")
+	}
+	close(held.release)
 }
