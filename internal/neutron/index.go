@@ -130,8 +130,9 @@ func (m *Manager) Relist(ctx context.Context) (*Snapshot, error) {
 //
 // The router's interfaces, one per namespace, carry no tag of the cluster's and are a listing of their own. At
 // start (between unset) it runs beside the listing of the cluster's ports, on another of Neutron's API workers:
-// one after the other, 10,000 namespaces' interfaces, at the calibrated 1.67 ms a port
-// (bench/results/scale/model.json), held back the cluster's ports for about 17 s. A resync lists them first, so that its own listing keeps to one worker while pods are created.
+// listed first, the interfaces of 10,000 namespaces would hold the cluster's ports back about 17 s at the
+// calibrated 1.67 ms a port (bench/results/scale/model.json). A resync lists them first, so that its own
+// listing keeps to one worker while pods are created.
 func list(ctx context.Context, n openstack.Networking, c *Cluster, between func(context.Context) time.Duration) (*Snapshot, error) {
 	var (
 		s   *Snapshot
