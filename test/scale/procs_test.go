@@ -212,8 +212,8 @@ func (r *raven) profileCPU(path string, d time.Duration) <-chan error {
 }
 
 // plain reads a replica's endpoints without asking for gzip: the benchmark polls them, and compressing each
-// answer took a quarter of Raven's CPU in the cold start of 50,000 pods (cpu-coldstart-50000.pprof of
-// 2026-12-06 14:11 UTC), time that Raven's figures must not carry.
+// answer is work of the benchmark's that Raven's CPU figures must not carry (polled 20 times a second, it was
+// the largest single part of a replica's CPU profile through a cold start).
 var plain = &http.Client{Transport: &http.Transport{DisableCompression: true}}
 
 // get reads what the replica serves at url (what names it in a failure).
