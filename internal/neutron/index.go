@@ -134,25 +134,17 @@ func (m *Manager) Relist(ctx context.Context) (*Snapshot, error) {
 // calibrated 1.67 ms a port (bench/results/scale/model.json). A resync lists them first, so that its own
 // listing keeps to one worker while pods are created.
 func list(ctx context.Context, n openstack.Networking, c *Cluster, between func(context.Context) time.Duration) (*Snapshot, error) {
-	var (
-		s   *Snapshot
-		err error
-	)
-	if between != nil {
-		s, err = ListNetworks(ctx, n, c)
-	} else {
-		s, err = ListNamespaceNetworks(ctx, n, c)
-	}
+	s, err := ListNamespaceNetworks(ctx, n, c)
 	if err != nil {
 		return nil, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	if between == nil {
-		g.Go(func() error {
-			var err error
-			s.RouterPorts, err = n.ListPorts(gctx, openstack.Filter{DeviceID: c.RouterID})
-			return err
-		})
+	if between != nil {
+		if err := listRouterPorts(ctx, n, c, s); err != nil {
+			return nil, err
+		}
+	} else {
+		g.Go(func() error { return listRouterPorts(gctx, n, c, s) })
 	}
 	g.Go(func() error { return listPorts(gctx, n, c, s, between) })
 	if err := g.Wait(); err != nil {
@@ -160,6 +152,13 @@ func list(ctx context.Context, n openstack.Networking, c *Cluster, between func(
 	}
 	s.WithPorts = true
 	return s, nil
+}
+
+// listRouterPorts lists the router's interfaces into s.
+func listRouterPorts(ctx context.Context, n openstack.Networking, c *Cluster, s *Snapshot) error {
+	var err error
+	s.RouterPorts, err = n.ListPorts(ctx, openstack.Filter{DeviceID: c.RouterID})
+	return err
 }
 
 // listPorts lists every port of the cluster into s.
@@ -188,7 +187,7 @@ func ListNetworks(ctx context.Context, n openstack.Networking, c *Cluster) (*Sna
 	if err != nil {
 		return nil, err
 	}
-	if s.RouterPorts, err = n.ListPorts(ctx, openstack.Filter{DeviceID: c.RouterID}); err != nil {
+	if err := listRouterPorts(ctx, n, c, s); err != nil {
 		return nil, err
 	}
 	return s, nil

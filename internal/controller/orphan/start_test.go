@@ -21,12 +21,13 @@ import (
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
-// heldListing holds the listing of the cluster's ports, and that of the router's interfaces, until release is
-// closed, and closes listing, and routerListing, when each begins.
+// heldListing holds the listing of the cluster's ports, and that of the router's interfaces, until release opens,
+// and closes listing, and routerListing, when each begins.
 type heldListing struct {
 	openstack.Networking
-	once, routerOnce                sync.Once
-	listing, routerListing, release chan struct{}
+	once, routerOnce       sync.Once
+	listing, routerListing chan struct{}
+	release                *controller.Gate
 	// routerListings counts the listings of a device's ports (the router's interfaces).
 	routerListings atomic.Int32
 }
@@ -35,7 +36,7 @@ func (h *heldListing) ListPorts(ctx context.Context, f openstack.Filter) ([]open
 	if f.DeviceID != "" {
 		h.routerListings.Add(1)
 		h.routerOnce.Do(func() { close(h.routerListing) })
-		if err := h.wait(ctx); err != nil {
+		if err := h.release.Wait(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -52,22 +53,13 @@ func (h *heldListing) EachPortPage(ctx context.Context, f openstack.Filter, fn f
 	return h.Networking.EachPortPage(ctx, f, fn)
 }
 
-// hold holds the listing of every port of the cluster (by the cluster's tag alone) until release is closed.
+// hold holds the listing of every port of the cluster (by the cluster's tag alone) until release opens.
 func (h *heldListing) hold(ctx context.Context, f openstack.Filter) error {
 	if len(f.Tags) == 1 && f.DeviceID == "" {
 		h.once.Do(func() { close(h.listing) })
-		return h.wait(ctx)
+		return h.release.Wait(ctx)
 	}
 	return nil
-}
-
-func (h *heldListing) wait(ctx context.Context) error {
-	select {
-	case <-h.release:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // startListing starts a sweeper (with a parking place for pods) whose listing of the cluster's ports is held, and
@@ -76,7 +68,7 @@ func (h *heldListing) wait(ctx context.Context) error {
 func startListing(t *testing.T, before ...func(*cloud, *Sweeper)) (*Sweeper, chan event.GenericEvent, *heldListing, context.Context) {
 	t.Helper()
 	c := newCloud(t)
-	held := &heldListing{Networking: c.n, listing: make(chan struct{}), routerListing: make(chan struct{}), release: make(chan struct{})}
+	held := &heldListing{Networking: c.n, listing: make(chan struct{}), routerListing: make(chan struct{}), release: controller.NewGate()}
 	c.m.N = held
 	s, pods, _ := c.sweeper(namespaceObj(), podObj("live", "live-uid"))
 	s.Gate, s.PodGate, s.Parked = controller.NewGate(), controller.NewGate(), &controller.Parked{}
@@ -117,7 +109,7 @@ func TestTheGateOpensOnlyOnceThePortsAreListed(t *testing.T) {
 	if s.Neutron.X.PortsLoaded() {
 		t.Error("the index says its ports are loaded while they are being listed")
 	}
-	close(held.release)
+	held.release.Open()
 	wait, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
 	if err := s.Gate.Wait(wait); err != nil {
@@ -153,7 +145,7 @@ func TestTheServiceGateOpensOnceTheServicePortsAreListed(t *testing.T) {
 	if s.Gate.IsOpen() || s.Neutron.X.PortsLoaded() {
 		t.Error("the gate is open, or the index says it holds every port, while the ports are being listed")
 	}
-	close(held.release)
+	held.release.Open()
 }
 
 // A new leader serves new pods as soon as it has listed the namespace networks, trusting the namespaces'
@@ -190,7 +182,7 @@ func TestANewLeaderTrustsTheNamespacesAnnotationsForTheRouter(t *testing.T) {
 	if nn := s.Neutron.X.Network("bare-uid"); nn == nil || nn.Attached {
 		t.Errorf("a namespace without annotations: %+v, want its network known and not attached until the router's interfaces are listed", nn)
 	}
-	close(held.release)
+	held.release.Open()
 	wait, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
 	if err := s.Gate.Wait(wait); err != nil {
@@ -210,7 +202,7 @@ func TestPodsParkedDuringTheListingComeBackOnceItIsIn(t *testing.T) {
 	if !s.Parked.Park(parked) {
 		t.Fatal("a pod could not be parked while the ports were being listed")
 	}
-	close(held.release)
+	held.release.Open()
 	timeout := time.After(10 * time.Second)
 	for back := false; !back; {
 		select {
@@ -264,5 +256,5 @@ func TestAStartListsTheRouterInterfacesBesideThePorts(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the router's interfaces were not listed while the cluster's ports were")
 	}
-	close(held.release)
+	held.release.Open()
 }
