@@ -199,16 +199,18 @@ func pendingOf(members []openstack.Member) string {
 }
 
 // ExpireSettling returns cur with the members of each pool that has been settling for longer than limit without
-// progress shown as settled, so that Plan sends its change again; the pool's wait then starts over, so that a
-// change is sent again at most once per limit. since holds each pool's wait; it is updated (a pool whose pending
-// members changed starts a new wait; pools no longer settling leave it).
-func ExpireSettling(cur Current, since map[string]Settle, now time.Time, limit time.Duration) Current {
+// progress shown as unfinished (see unfinished), so that Plan sends its change again; the pool's wait then starts
+// over, so that a change is sent again at most once per limit. want is what the Service asks of its pools. since
+// holds the waits of cur's pools, and of no other load balancer's: it is updated (a pool whose pending members
+// changed starts a new wait; pools no longer settling leave it).
+func ExpireSettling(cur Current, want []Listener, since map[string]Settle, now time.Time, limit time.Duration) Current {
 	settlingNow := Settling(cur)
 	for id := range since {
 		if !slices.Contains(settlingNow, id) {
 			delete(since, id)
 		}
 	}
+	var desired map[string][]openstack.MemberSpec
 	out, cloned := cur, false
 	for _, id := range settlingNow {
 		pending := pendingOf(cur.Members[id])
@@ -223,12 +225,28 @@ func ExpireSettling(cur Current, since map[string]Settle, now time.Time, limit t
 		since[id] = Settle{Since: now, Pending: pending}
 		if !cloned {
 			out.Members, cloned = maps.Clone(cur.Members), true
+			desired = desiredMembers(want, cur)
 		}
-		members := slices.Clone(cur.Members[id])
-		for i := range members {
-			members[i].ProvisioningStatus = "ACTIVE"
+		out.Members[id] = unfinished(cur.Members[id], desired[id])
+	}
+	return out
+}
+
+// unfinished shows the members of a pool whose member change the provider left unfinished as Plan must see them to
+// send that change again: a pending member the Service wants is shown gone, so that Plan sends it again (in a batch
+// that keeps the pool's members), and every other member settled, so that Plan removes again one it does not want.
+// Shown settled, a wanted member still listed PENDING_* looked in place, and was never sent again: a member
+// PENDING_CREATE that the provider never made, or PENDING_DELETE after a removal that the Service undid (a backend
+// unready, then ready again) while the provider took it out of the datapath without Octavia listing it gone.
+func unfinished(members []openstack.Member, want []openstack.MemberSpec) []openstack.Member {
+	wanted := keySet(want, specAddrPort)
+	out := make([]openstack.Member, 0, len(members))
+	for _, m := range members {
+		if strings.HasPrefix(m.ProvisioningStatus, "PENDING_") && wanted[addrPort(m.Address, m.ProtocolPort)] {
+			continue
 		}
-		out.Members[id] = members
+		m.ProvisioningStatus = "ACTIVE"
+		out = append(out, m)
 	}
 	return out
 }

@@ -246,7 +246,7 @@ func TestExpireSettling(t *testing.T) {
 		{3*SettleLimit + time.Second, pending, true}, // settling again: a new wait
 	} {
 		cur := Current{Members: tc.members}
-		got := ExpireSettling(cur, since, t0.Add(tc.at), SettleLimit)
+		got := ExpireSettling(cur, nil, since, t0.Add(tc.at), SettleLimit)
 		if s := len(Settling(got)) > 0; s != tc.settling {
 			t.Fatalf("at %v: settling %v, want %v (since %v)", tc.at, s, tc.settling, since)
 		}

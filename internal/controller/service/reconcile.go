@@ -57,9 +57,9 @@ type Reconciler struct {
 	LB      openstack.LoadBalancing
 	// Provider is the Octavia provider every load balancer is asked for, with what it accepts.
 	Provider octavia.Provider
-	// settlingSince holds, for each pool with a member change the provider has not finished, when its wait began.
+	// settlingSince holds, by Service UID and pool, when the wait for the provider to finish a member change began.
 	settleMu      sync.Mutex
-	settlingSince map[string]octavia.Settle
+	settlingSince map[string]map[string]octavia.Settle
 	// sent holds, by Service UID and pool, the member changes sent that Octavia does not show yet (octavia.Sent).
 	sent map[string]map[string]octavia.Sent
 	// waitBegan holds, by Service UID, when Raven began waiting for the provider to finish its last member change.
@@ -199,7 +199,7 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 	// behind the last and works out deletions from its own, older view).
 	settling := octavia.Settling(cur)
 	read := cur
-	cur = r.expireSettling(ctx, cur, settling)
+	cur = r.expireSettling(ctx, string(svc.UID), cur, want, settling)
 	cur, held, watched := r.holdSent(string(svc.UID), cur, want)
 	applied, retry, err := r.applyNext(ctx, svc, lb, read, octavia.Plan(want, cur))
 	if err != nil {
@@ -564,6 +564,7 @@ func (r *Reconciler) forgetSent(uid string) {
 	defer r.settleMu.Unlock()
 	delete(r.sent, uid)
 	delete(r.waitBegan, uid)
+	delete(r.settlingSince, uid)
 }
 
 // waitForProvider notes whether the Service uid waits for the provider to finish a member change, and if so when
@@ -585,16 +586,30 @@ func (r *Reconciler) waitForProvider(uid string, waiting bool, now time.Time) (t
 	return settleAfter(began, now), true
 }
 
-// expireSettling lets a pool that has waited octavia.SettleLimit for the provider to finish a member change have
-// its change sent again (the provider lost it), with a log line.
+// expireSettling lets a pool of the Service uid that has waited octavia.SettleLimit for the provider to finish a
+// member change have its change sent again (the provider lost it), with a log line. Each Service keeps its own
+// waits: ExpireSettling drops the waits of pools its load balancer does not have settling, and one map for every
+// Service had each reconcile restart the waits of every other Service's pools, so that none ran out while other
+// Services were reconciled (as when the e2e suite's tests run together).
 // settling is octavia.Settling(cur), which the caller has.
-func (r *Reconciler) expireSettling(ctx context.Context, cur octavia.Current, settling []string) octavia.Current {
+func (r *Reconciler) expireSettling(ctx context.Context, uid string, cur octavia.Current, want []octavia.Listener, settling []string) octavia.Current {
 	r.settleMu.Lock()
 	defer r.settleMu.Unlock()
-	if r.settlingSince == nil {
-		r.settlingSince = map[string]octavia.Settle{}
+	since := r.settlingSince[uid]
+	if since == nil {
+		if len(settling) == 0 {
+			return cur
+		}
+		since = map[string]octavia.Settle{}
+		if r.settlingSince == nil {
+			r.settlingSince = map[string]map[string]octavia.Settle{}
+		}
+		r.settlingSince[uid] = since
 	}
-	out := octavia.ExpireSettling(cur, r.settlingSince, time.Now(), octavia.SettleLimit)
+	out := octavia.ExpireSettling(cur, want, since, time.Now(), octavia.SettleLimit)
+	if len(since) == 0 {
+		delete(r.settlingSince, uid)
+	}
 	if after := octavia.Settling(out); len(after) < len(settling) {
 		klog.FromContext(ctx).Info("The provider did not finish a member change in time; sending it again", "pools", settling, "after", octavia.SettleLimit)
 	}
