@@ -23,6 +23,12 @@ type Sent struct {
 	Partial bool
 }
 
+// WatchLimit is how long a pool whose sent change the Service no longer wants is looked at while Octavia's listing
+// of it stands still: the provider may apply a queued change long after it was sent (8.0.0 works through a pool's
+// members one request at a time, with a status call per listener after each), and once it does, Plan must see
+// what it undid. A look is one status read of the Service's load balancer, every 2 s at most.
+const WatchLimit = 3 * time.Minute
+
 // NewSent records a change of a pool's members from cur to want, sent at now.
 func NewSent(cur []openstack.Member, want []openstack.MemberSpec, now time.Time) Sent {
 	return Sent{Want: specKey(want), Seen: memberKey(cur), Since: now}
@@ -55,9 +61,11 @@ func SentBy(s Step, cur Current, now time.Time) (Sent, bool) {
 // A pool whose Service now wants other members than were sent is not held (Plan acts on what is wanted now; a
 // member removed on its own, Sent.Partial, is the exception while what is wanted does not undo it), but
 // while Octavia does not show the sent change yet the provider may still apply it: watched lists those pools, to be
-// looked at again until Octavia shows it (then Plan sees what it undid) or its listing stood still for limit. Seen
+// looked at again until Octavia shows it (then Plan sees what it undid) or its listing stood still for WatchLimit. Seen
 // on 2025.1: a backend made unready, then ready again before Octavia listed its removal, looked in place to Raven,
-// which stopped looking; the queued removal then took it out of the pool for good.
+// which stopped looking; the queued removal then took it out of the pool for good. The same happened when Raven
+// stopped looking after limit (SettleLimit, 20 s) of a still listing: under load the provider applied the removal
+// later, and the Service's TCP pool kept 4 of its 5 backends (CI, 2026-12-07).
 func HoldSent(cur Current, want []Listener, sent map[string]Sent, now time.Time, limit time.Duration) (out Current, held, watched []string) {
 	desired := desiredMembers(want, cur)
 	out = cur
@@ -69,11 +77,18 @@ func HoldSent(cur Current, want []Listener, sent map[string]Sent, now time.Time,
 			sent[id] = s
 		}
 		switch {
-		case !wanted || have == s.Want || now.Sub(s.Since) >= limit:
+		case !wanted || have == s.Want:
 			delete(sent, id)
 			continue
 		case specKey(w) != s.Want && !partOf(s, have, w):
+			if now.Sub(s.Since) >= WatchLimit {
+				delete(sent, id)
+				continue
+			}
 			watched = append(watched, id)
+			continue
+		case now.Sub(s.Since) >= limit:
+			delete(sent, id)
 			continue
 		}
 		if len(held) == 0 {
