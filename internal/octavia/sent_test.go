@@ -104,13 +104,18 @@ func TestAChangeWantedBackIsWatched(t *testing.T) {
 	if steps := Plan(want("a", "b"), out); len(held) != 0 || len(watched) != 0 || len(steps) != 1 || steps[0].Kind != ReplaceMembers || len(sent) != 0 {
 		t.Fatalf("Octavia lists the removal: held %v, watched %v, planned %v, records %v; want b sent again", held, watched, steps, sent)
 	}
-	// The provider applies the queued removal after SettleLimit of a listing that stood still (under load): the
-	// pool is still watched then, and b is sent again once Octavia lists the removal.
-	sent = map[string]Sent{"p1": NewSent(mem("a", "b"), spec("a"), t0)}
+}
+
+// TestAChangeWantedBackIsWatchedPastSettleLimit: the provider applies the queued removal after SettleLimit of a
+// listing that stood still (under load). The pool is still watched then, b is sent again once Octavia lists the
+// removal, and the watch ends after WatchLimit of a listing that stands still.
+func TestAChangeWantedBackIsWatchedPastSettleLimit(t *testing.T) {
+	cur, want := pool1, want1
+	sent := map[string]Sent{"p1": NewSent(mem("a", "b"), spec("a"), t0)}
 	if _, held, watched := HoldSent(cur("a", "b"), want("a", "b"), sent, t0.Add(SettleLimit), SettleLimit); len(held) != 0 || !slices.Equal(watched, []string{"p1"}) {
 		t.Fatalf("after SettleLimit without progress: held %v, watched %v; want the pool still watched", held, watched)
 	}
-	out, _, _ = HoldSent(cur("a"), want("a", "b"), sent, t0.Add(SettleLimit+30*time.Second), SettleLimit)
+	out, _, _ := HoldSent(cur("a"), want("a", "b"), sent, t0.Add(SettleLimit+30*time.Second), SettleLimit)
 	if steps := Plan(want("a", "b"), out); len(steps) != 1 || steps[0].Kind != ReplaceMembers || len(sent) != 0 {
 		t.Fatalf("the removal listed 50 s after it was sent: planned %v, records %v; want b sent again", steps, sent)
 	}
