@@ -5,6 +5,9 @@ GO ?= go
 # The benchmark's own waits follow the Neutron floor it measures; this only bounds the whole run.
 BENCH_TIMEOUT ?= 180m
 BIN := bin
+# The images' build flags (static, paths trimmed), which vet, the e2e suite and the Raven it runs use too: each
+# package is then compiled once for all of them (the race-enabled unit tests compile their own).
+STATIC := CGO_ENABLED=0 GOFLAGS=-trimpath
 GOLANGCI_VERSION := v2.15.0
 GOLANGCI := $(BIN)/golangci-lint-$(GOLANGCI_VERSION)
 STACK_ENV := .stack/env
@@ -31,9 +34,9 @@ OVS_ROOT ?= $(or $(shell cat .stack/openstack-root 2>/dev/null),/)
 .PHONY: images
 images: ## Build the images (raven, raven-node, testserver also as nginx, pause) as tarballs in bin/images/ without a Docker engine; `go run ./hack/images serve --dir bin/images` serves them.
 	@mkdir -p $(IMAGE_BINS)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(IMAGE_BINS)/ ./cmd/raven ./cmd/raven-node ./cmd/raven-cni ./hack/testserver
+	$(STATIC) $(GO) build -ldflags "-s -w" -o $(IMAGE_BINS)/ ./cmd/raven ./cmd/raven-node ./cmd/raven-cni ./hack/testserver
 	@rm -rf $(BIN)/images
-	$(GO) run ./hack/images build --bin $(IMAGE_BINS) --out $(BIN)/images --version $(VERSION) --ovs-root $(OVS_ROOT)
+	$(STATIC) $(GO) run ./hack/images build --bin $(IMAGE_BINS) --out $(BIN)/images --version $(VERSION) --ovs-root $(OVS_ROOT)
 
 .PHONY: run
 run: build stack-up ## Bring the local stack up (when it is not running), install Raven in its cluster from deploy/ (hack/stack.sh install-raven) and follow Raven's log.
@@ -42,18 +45,24 @@ run: build stack-up ## Bring the local stack up (when it is not running), instal
 	  exec kubectl -n raven-system logs -f deployment/raven
 
 .PHONY: test
-test: lint test-unit test-e2e ## Lint, unit tests, then e2e tests on the real local stack (started and stopped by the tests when not running).
+test: ## Lint, unit tests, then e2e tests on the real local stack (started and stopped by the tests when not running); the stack's parts are built beside lint and unit tests (hack/test.sh), and the last line gives each stage's minutes.
+	@MAKE="$(MAKE)" hack/test.sh
 
 .PHONY: test-unit
 test-unit: ## Unit tests; no service needed.
-	$(GO) vet ./...
+	$(STATIC) $(GO) vet ./...
 	@out=$$(gofmt -l cmd internal hack test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) test -race -count=1 ./internal/... ./cmd/... ./hack/...
 
+# The shared phase's tests run E2E_PARALLEL at a time (test/e2e/phases_test.go). E2E_TIMEOUT bounds the whole suite:
+# about 1.5 times its length on a 2-core machine (bench/results/ci/ holds the measured runs).
+E2E_PARALLEL ?= 4
+E2E_TIMEOUT ?= 50m
+
 .PHONY: test-e2e
-test-e2e: ## E2e tests on the real stack (Kubernetes, Neutron, Octavia on 127.0.0.1).
+test-e2e: ## E2e tests on the real stack (Kubernetes, Neutron, Octavia on 127.0.0.1): the serial phase, then the shared phase's tests E2E_PARALLEL at a time.
 	@mkdir -p $(BIN)
-	$(GO) test -tags e2e -count=1 -timeout 70m -v ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\[stack|\[build|\[install' ; exit $${PIPESTATUS[0]}
+	$(STATIC) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\[stack|\[build|\[install' ; exit $${PIPESTATUS[0]}
 
 # bench_run runs one benchmark test ($(1)), its whole output in $(BIN)/$(2).log.
 bench_run = $(GO) test -tags e2e,bench -count=1 -timeout $(BENCH_TIMEOUT) -v -run '^$(1)$$' ./test/e2e/ $(BENCH_ARGS) 2>&1 | tee $(BIN)/$(2).log | grep --line-buffered -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go:|harness|\| ' ; exit $${PIPESTATUS[0]}

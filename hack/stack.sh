@@ -11,10 +11,11 @@
 #   datapath, one on another. Without the node side (STACK_CNI=0, for the control-plane benchmark), the nodes are
 #   hollow: Node objects that kube-scheduler binds pods to and that no kubelet runs.
 #
-# Usage: hack/stack.sh up | down | status | stop-service NAME | start-service NAME | install-raven | uninstall-raven
+# Usage: hack/stack.sh up | build | down | status | stop-service NAME | start-service NAME | install-raven | uninstall-raven
 #        | raven-overlay DIR
-# (install-raven: Raven from deploy/ into the running stack's cluster, as make run does; uninstall-raven: removed;
-# raven-overlay: writes the stack's overlay of deploy/ into DIR, for an install by hand as docs/operations.md has it)
+# (build: everything up needs, built into the caches, nothing started; install-raven: Raven from deploy/ into the
+# running stack's cluster, as make run does; uninstall-raven: removed; raven-overlay: writes the stack's overlay of
+# deploy/ into DIR, for an install by hand as docs/operations.md has it)
 # State lives in $STACK_DIR (default .stack/ in the repository); .stack/env is shell-sourceable.
 set -euo pipefail
 
@@ -435,6 +436,30 @@ stop_datapath() {
     ip link del raven-phy1 2>/dev/null || true
   fi
   return 0
+}
+
+# build makes or installs everything up needs, into the caches, and starts nothing: the Kubernetes binaries, the
+# host's packages, the OpenStack root file system (beside the Kubernetes build: it mostly downloads and unpacks),
+# the nodes' binaries and the images. make test runs it beside lint and the unit tests; up then finds it all.
+build() {
+  local t0=$SECONDS root=/ rootfs_pid=""
+  local rootfs_out=$REPO/bin/.openstack-root.$$
+  mkdir -p "$REPO/bin"
+  if [[ $OPENSTACK != zed ]]; then
+    "$REPO/hack/build-openstack-rootfs.sh" >"$rootfs_out" &
+    rootfs_pid=$!
+  fi
+  "$REPO/hack/build-k8s.sh" >/dev/null
+  STACK_OPENSTACK=$OPENSTACK "$REPO/hack/install-openstack.sh"
+  if [[ -n $rootfs_pid ]]; then
+    wait "$rootfs_pid" || die "building the OpenStack root file system failed"
+    root=$(cat "$rootfs_out")
+    rm -f "$rootfs_out"
+  fi
+  "$REPO/hack/build-node.sh" >/dev/null
+  log "building the images (make images)"
+  (cd "$REPO" && make -s images OVS_ROOT="$root" >"$REPO/bin/images.log" 2>&1) || { tail -20 "$REPO/bin/images.log" >&2; die "make images failed"; }
+  log "everything the stack needs is built, in $((SECONDS - t0)) s"
 }
 
 up() {
@@ -1058,6 +1083,7 @@ status() {
 
 case ${1:-} in
   up) up ;;
+  build) build ;;
   down) down ;;
   status) status ;;
   stop-service) stop_service "$2" ;;
@@ -1070,5 +1096,5 @@ case ${1:-} in
     . "$STACK_DIR/env"
     raven_overlay "$2"
     ;;
-  *) echo "usage: $0 up|down|status|stop-service NAME|start-service NAME|install-raven|uninstall-raven|raven-overlay DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 up|build|down|status|stop-service NAME|start-service NAME|install-raven|uninstall-raven|raven-overlay DIR" >&2; exit 2 ;;
 esac

@@ -63,6 +63,7 @@ func run(m *testing.M) int {
 		harnessLog("attaching to the running local stack")
 	}
 	defer func() {
+		keystoneDown()
 		if env.raven != nil {
 			env.raven.stop()
 		}
@@ -101,7 +102,8 @@ func setup() error {
 	}
 	env.ravenBin = filepath.Join(env.repo, "bin", "raven-e2e")
 	harnessLog("building %s", env.ravenBin)
-	return runCmd("go", "build", "-o", env.ravenBin, filepath.Join(env.repo, "cmd/raven"))
+	// The images' flags (make images), so that nothing is compiled again.
+	return runCmdEnv([]string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-o", env.ravenBin, filepath.Join(env.repo, "cmd/raven"))
 }
 
 // connect points the harness at the stack that vars (a stack's env file) describe.
@@ -138,25 +140,49 @@ func useStack(t *testing.T, vars map[string]string) {
 	})
 }
 
-// keystoneStack starts a second local stack whose Neutron and Octavia authenticate through Keystone, for
-// the rest of the test, and returns its env file's variables.
+// keystone is the second local stack whose Neutron and Octavia authenticate through Keystone: brought up by the
+// first test that needs it and kept for the others (each bring-up took about 40 s), then brought down when the
+// shared phase begins (its tests do not use it) or at the suite's end.
+var keystone struct {
+	vars map[string]string
+	err  error
+	up   bool
+}
+
+// keystoneStack returns the env file's variables of the Keystone stack, bringing it up the first time.
 func keystoneStack(t *testing.T) map[string]string {
 	t.Helper()
-	dir := filepath.Join(env.repo, "bin", "keystone-stack")
-	// The main stack's env file, when sourced, names its load balancer provider; a second stack chooses its own.
-	stack := func(verb string) error {
-		return stackCmd(dir, []string{"STACK_KEYSTONE=1", "STACK_LB_PROVIDER="}, verb)
+	if !keystone.up && keystone.err == nil {
+		keystone.up = true // down also after a failed up: what the attempt started is recorded
+		began := time.Now()
+		if keystone.err = keystoneCmd("up"); keystone.err == nil {
+			keystone.vars, keystone.err = readEnv(filepath.Join(keystoneDir(), "env"))
+		}
+		waited(t, "the Keystone stack to come up", time.Since(began))
 	}
-	// Down also after a failed up: what the attempt started and the network namespaces it made are recorded.
-	t.Cleanup(func() { _ = stack("down") })
-	if err := stack("up"); err != nil {
-		t.Fatal(err)
+	if keystone.err != nil {
+		t.Fatal(keystone.err)
 	}
-	vars, err := readEnv(filepath.Join(dir, "env"))
-	if err != nil {
-		t.Fatal(err)
+	return keystone.vars
+}
+
+// keystoneDown brings the Keystone stack down if a test brought it up.
+func keystoneDown() {
+	if !keystone.up {
+		return
 	}
-	return vars
+	keystone.up, keystone.vars, keystone.err = false, nil, nil
+	if err := keystoneCmd("down"); err != nil {
+		harnessLog("stopping the Keystone stack: %v", err)
+	}
+}
+
+func keystoneDir() string { return filepath.Join(env.repo, "bin", "keystone-stack") }
+
+// keystoneCmd runs a verb of hack/stack.sh on the Keystone stack. The main stack's env file, when sourced, names
+// its load balancer provider; a second stack chooses its own.
+func keystoneCmd(verb string) error {
+	return stackCmd(keystoneDir(), []string{"STACK_KEYSTONE=1", "STACK_LB_PROVIDER="}, verb)
 }
 
 // stackCmd runs hack/stack.sh with args on the stack in dir, with extra environment variables.
@@ -173,8 +199,12 @@ func harnessLog(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[harness %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-func runCmd(name string, args ...string) error {
+func runCmd(name string, args ...string) error { return runCmdEnv(nil, name, args...) }
+
+// runCmdEnv is runCmd with extra environment variables.
+func runCmdEnv(extra []string, name string, args ...string) error {
 	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), extra...)
 	cmd.Dir = env.repo
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()
@@ -220,6 +250,7 @@ type Raven struct {
 	installed       bool
 	node            string // an installed Raven's node
 	pid             int    // an installed Raven's process, once startInstalled has seen it
+	suite           bool   // started with the suite's configuration (ravenOpts{})
 	// a process
 	cmd     *exec.Cmd
 	logPath string
@@ -243,6 +274,12 @@ type ravenOpts struct {
 	// process runs Raven as a process beside the stack even where the installed one could run: the
 	// benchmarks, which measure the same binary on every stack, and a test that freezes Raven.
 	process bool
+}
+
+// isSuite says the options are the suite's own: the stack's configuration and the harness's periods.
+func (o ravenOpts) isSuite() bool {
+	return o.kubeconfig == "" && len(o.args) == 0 && !o.second && o.config == "" && o.resync == 0 && o.orphanGrace == 0 &&
+		o.portAudit == 0 && !o.process
 }
 
 // periods are the resync, port audit and orphan grace periods a Raven with these options gets.
@@ -282,7 +319,7 @@ func startProcess(t testing.TB, o ravenOpts) *Raven {
 			t.Fatal(err)
 		}
 	}
-	r := &Raven{metrics: freeAddr(t), health: freeAddr(t), done: make(chan error, 1)}
+	r := &Raven{metrics: freeAddr(t), health: freeAddr(t), done: make(chan error, 1), suite: o.isSuite()}
 	r.logPath = filepath.Join(env.repo, "bin", fmt.Sprintf("raven-e2e-%s.log", time.Now().Format("150405.000")))
 	logf, err := os.Create(r.logPath)
 	if err != nil {
@@ -536,10 +573,12 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 		start := time.Now()
 		ok, err := cond()
 		if ok {
+			waited(t, what, time.Since(began))
 			return
 		}
 		lastErr = err
 		if time.Now().After(deadline) {
+			waited(t, what, time.Since(began))
 			fatalf(t, "timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
 		}
 		if time.Since(said) >= time.Minute {

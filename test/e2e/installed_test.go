@@ -82,6 +82,8 @@ func startInstalled(t testing.TB, o ravenOpts) *Raven {
 	if d, err := env.kube.AppsV1().Deployments("raven-system").Get(ctx, "raven", metav1.GetOptions{}); err == nil && d.Spec.Replicas != nil {
 		replicas = *d.Spec.Replicas
 	}
+	began := time.Now()
+	defer func() { waited(t, "the installed Raven to start", time.Since(began)) }()
 	before := installedRavenYAML(ctx)
 	if err := stackCmd(env.vars["STACK_DIR"], []string{"RAVEN_INSTALL_CONFIG=" + installedConfig(t, o)}, "install-raven"); err != nil {
 		t.Fatal(err)
@@ -109,6 +111,7 @@ func startInstalled(t testing.TB, o ravenOpts) *Raven {
 		t.Fatal(err)
 	}
 	r.pid = pid
+	r.suite = o.isSuite()
 	env.raven = r
 	return r
 }

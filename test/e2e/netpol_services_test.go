@@ -50,8 +50,8 @@ func openWithin(t *testing.T, from string, p path, want string, limit time.Durat
 // backend through its pod address, its clusterIP and its external IP (a floating IP on the VIP), and an egress
 // allow to the backend opens all three, while a client no policy selects keeps reaching it throughout.
 func TestNetworkPolicyHoldsThroughServices(t *testing.T) {
+	shared(t)
 	needOVNProvider(t)
-	ensureRaven(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	pods := createServingPods(t, ns, "client", "bystander")
@@ -165,8 +165,8 @@ func dumpPortGroups(t testing.TB, pod, portID string) {
 // selects keeps every answer while a policy isolating a third pod of their namespace is created (the cluster's
 // first: base groups, spares) and deleted.
 func TestAPolicyChangeKeepsTrafficItDoesNotConcern(t *testing.T) {
+	shared(t)
 	needDatapath(t)
-	ensureRaven(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	ports := createServingPods(t, ns, "a", "b", "c")

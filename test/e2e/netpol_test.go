@@ -186,6 +186,7 @@ func waitMatrix(t *testing.T, c netpol.Cluster, port int32, proto corev1.Protoco
 		got = probeMatrix(c, port, proto)
 		d := differs(want, got)
 		if len(d) == 0 {
+			waited(t, "policy matrices", time.Since(start))
 			return time.Since(start)
 		}
 		if !quiet && time.Since(start) > quietAfter {

@@ -204,7 +204,7 @@ func namespaceSubnet(t testing.TB, ns string) netip.Prefix {
 
 // The walkthrough of seed 001.
 func TestPodWalkthrough(t *testing.T) {
-	ensureRaven(t)
+	shared(t)
 	ns := newNamespace(t)
 	cidr := namespaceSubnet(t, ns)
 	createPod(t, ns, "nginx")
@@ -244,7 +244,7 @@ func TestPodWalkthrough(t *testing.T) {
 }
 
 func TestTwoNamespacesGetTwoNetworks(t *testing.T) {
-	ensureRaven(t)
+	shared(t)
 	a, b := newNamespace(t), newNamespace(t)
 	ca, cb := namespaceSubnet(t, a), namespaceSubnet(t, b)
 	if ca.Overlaps(cb) {
@@ -262,7 +262,7 @@ func TestTwoNamespacesGetTwoNetworks(t *testing.T) {
 }
 
 func TestDeletedNamespaceLosesItsNetwork(t *testing.T) {
-	ensureRaven(t)
+	shared(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createPod(t, ns, "web")
@@ -346,7 +346,7 @@ func TestPodDeletedWhileRavenStoppedLosesItsPort(t *testing.T) {
 }
 
 func TestPortDeletedInNeutronIsRecreated(t *testing.T) {
-	ensureRaven(t)
+	shared(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createPod(t, ns, "victim")

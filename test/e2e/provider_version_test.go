@@ -5,6 +5,7 @@ package e2e
 import "testing"
 
 func TestProviderAsksPerListener(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		version string
 		want    bool

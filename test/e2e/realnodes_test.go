@@ -30,7 +30,7 @@ func kubectl(t testing.TB, args ...string) string {
 // --image=nginx` answers HTTP on port 80 from another pod (through `kubectl exec`), and `kubectl logs` shows the
 // server's log.
 func TestNginxWalkthroughOnRealNodes(t *testing.T) {
-	ensureRaven(t)
+	shared(t)
 	ctx := context.Background()
 	checkNodes(ctx, t)
 

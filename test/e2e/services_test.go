@@ -163,7 +163,10 @@ func waitMembersAt(t testing.TB, what string, uid types.UID, ips func() []string
 
 // The walkthrough of seed 004 on Octavia, followed by its external IP section and the deletion, on the main
 // stack's provider (ovn when it has the datapath).
-func TestServiceWalkthrough(t *testing.T) { serviceWalkthrough(t) }
+func TestServiceWalkthrough(t *testing.T) {
+	shared(t)
+	serviceWalkthrough(t)
+}
 
 // The same on the amphora provider, which a second stack runs (the Keystone stack: only the stack with the
 // root namespace's datapath can run the ovn provider).
@@ -342,7 +345,7 @@ func TestMembersFollowReplicas(t *testing.T) {
 }
 
 func TestLoadBalancerServiceGetsIngressIP(t *testing.T) {
-	ensureRaven(t)
+	shared(t)
 	ns := newNamespace(t)
 	createDeployment(t, ns, "lb", 1)
 	svc := createService(t, ns, "lb", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer })

@@ -92,6 +92,7 @@ func waitServedBy(t testing.TB, from, network, addr string, want []string) time.
 		rounds++
 		last = answers(from, network, addr, 12*len(want))
 		if slices.Equal(slices.Sorted(maps.Keys(last)), want) {
+			waited(t, "answers over "+network, time.Since(start))
 			return time.Since(start)
 		}
 	}
@@ -154,8 +155,8 @@ func setServing(t testing.TB, ns, pod string, serving bool) {
 // follows scaling, readiness and the health monitors; a deleted Service stops answering and its pods keep
 // their ports.
 func TestServicesCarryTraffic(t *testing.T) {
+	shared(t)
 	needOVNProvider(t)
-	ensureRaven(t)
 	ns := newNamespace(t)
 	createServingPods(t, ns, "client")
 	createServingDeployment(t, ns, "web", 3)
@@ -271,8 +272,8 @@ func checkServiceDeleted(t *testing.T, ns string, svc *corev1.Service, client, b
 
 // A Service of type LoadBalancer is reached from the outside at its ingress IP.
 func TestLoadBalancerIngressCarriesTraffic(t *testing.T) {
+	shared(t)
 	needOVNProvider(t)
-	ensureRaven(t)
 	ns := newNamespace(t)
 	createServingDeployment(t, ns, "lb", 2)
 	svc := createService(t, ns, "lb", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer })
@@ -341,8 +342,10 @@ func expectAnswerWithin(t testing.TB, timeout time.Duration, from, network, addr
 	t.Helper()
 	var got string
 	var err error
-	for deadline := time.Now().Add(timeout); ; time.Sleep(200 * time.Millisecond) {
+	began := time.Now()
+	for deadline := began.Add(timeout); ; time.Sleep(200 * time.Millisecond) {
 		if got, err = exchange(from, network, addr); err == nil && got == want {
+			waited(t, "answers over "+network, time.Since(began))
 			return
 		}
 		if time.Now().After(deadline) {
