@@ -34,9 +34,9 @@ OVS_ROOT ?= $(or $(shell cat .stack/openstack-root 2>/dev/null),/)
 .PHONY: images
 images: ## Build the images (raven, raven-node, testserver also as nginx, pause) as tarballs in bin/images/ without a Docker engine; `go run ./hack/images serve --dir bin/images` serves them.
 	@mkdir -p $(IMAGE_BINS)
-	$(STATIC) $(GO) build -ldflags "-s -w" -o $(IMAGE_BINS)/ ./cmd/raven ./cmd/raven-node ./cmd/raven-cni ./hack/testserver
+	$(STATIC) $(GO) build -ldflags "-s -w" -o $(IMAGE_BINS)/ ./cmd/raven ./cmd/raven-node ./cmd/raven-cni ./hack/testserver ./hack/images
 	@rm -rf $(BIN)/images
-	$(STATIC) $(GO) run ./hack/images build --bin $(IMAGE_BINS) --out $(BIN)/images --version $(VERSION) --ovs-root $(OVS_ROOT)
+	$(IMAGE_BINS)/images build --bin $(IMAGE_BINS) --out $(BIN)/images --version $(VERSION) --ovs-root $(OVS_ROOT)
 
 .PHONY: run
 run: build stack-up ## Bring the local stack up (when it is not running), install Raven in its cluster from deploy/ (hack/stack.sh install-raven) and follow Raven's log.

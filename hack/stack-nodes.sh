@@ -37,8 +37,8 @@ node_images() {
   (cd "$REPO" && make -s images OVS_ROOT="${OS_ROOT:-/}" >"$STACK_DIR/logs/images.log" 2>&1) || { tail -20 "$STACK_DIR/logs/images.log" >&2; die "make images failed"; }
   IMAGES_VERSION=$(awk '$1 ~ /\/raven-node:/ {sub(/.*:/, "", $1); print $1; exit}' "$REPO/bin/images/images.txt")
   [[ -n $IMAGES_VERSION ]] || die "bin/images/images.txt names no raven-node image"
-  # make images' flags, so that its packages are not compiled again
-  (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$STACK_DIR/bin/images" ./hack/images)
+  # The registry runs the images tool make images built, a copy of its own: a later make images replaces the built one.
+  cp "$REPO/bin/image-bins/images" "$STACK_DIR/bin/images"
 }
 
 # node_pki: a CA for the kubelets' client certificates, and the API server's client certificate for the
