@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -277,10 +278,7 @@ type ravenOpts struct {
 }
 
 // isSuite says the options are the suite's own: the stack's configuration and the harness's periods.
-func (o ravenOpts) isSuite() bool {
-	return o.kubeconfig == "" && len(o.args) == 0 && !o.second && o.config == "" && o.resync == 0 && o.orphanGrace == 0 &&
-		o.portAudit == 0 && !o.process
-}
+func (o ravenOpts) isSuite() bool { return reflect.DeepEqual(o, ravenOpts{}) }
 
 // periods are the resync, port audit and orphan grace periods a Raven with these options gets.
 func (o ravenOpts) periods() (resync, audit, grace time.Duration) {

@@ -34,8 +34,7 @@ func shared(t *testing.T) *Raven {
 		return r
 	}
 	harnessLog("the shared phase begins: Raven with the suite's configuration, tests run together")
-	r := startRaven(t, ravenOpts{})
-	return r
+	return startRaven(t, ravenOpts{})
 }
 
 // waits holds, by test name, what the test waited on and how long, for the summary at its end.
