@@ -63,9 +63,10 @@ func SentBy(s Step, cur Current, now time.Time) (Sent, bool) {
 // while Octavia does not show the sent change yet the provider may still apply it: watched lists those pools, to be
 // looked at again until Octavia shows it (then Plan sees what it undid) or its listing stood still for WatchLimit. Seen
 // on 2025.1: a backend made unready, then ready again before Octavia listed its removal, looked in place to Raven,
-// which stopped looking; the queued removal then took it out of the pool for good. The same happened when Raven
-// stopped looking after limit (SettleLimit, 20 s) of a still listing: under load the provider applied the removal
-// later, and the Service's TCP pool kept 4 of its 5 backends (CI, 2026-12-07).
+// which stopped looking; the queued removal then took it out of the pool for good. Raven stopped looking after
+// limit (SettleLimit, 20 s) of a listing that stood still before 2026-12-07: a removal the provider applies later
+// than that has the same effect (one of two causes that fit that day's CI failure, a TCP pool with 4 of its 5
+// backends; docs/operations.md).
 func HoldSent(cur Current, want []Listener, sent map[string]Sent, now time.Time, limit time.Duration) (out Current, held, watched []string) {
 	desired := desiredMembers(want, cur)
 	out = cur
