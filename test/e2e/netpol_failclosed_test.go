@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/raven-net/raven/internal/openstack"
+	"github.com/raven-net/raven/internal/ownership"
 )
 
 // neutronSGQuota sets the security group quota of project in Neutron (-1: no limit). The stack runs
@@ -109,6 +110,17 @@ func TestNetworkPolicyFailsClosedWhenItsGroupCannotBeMade(t *testing.T) {
 			}
 		}
 		return true, nil
+	})
+	// With its policies gone, and no other test running beside this one, no group of Raven's policies is left
+	// in Neutron: neither theirs nor the base groups, which only isolated pods need.
+	for _, n := range names {
+		if err := env.kube.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "only-"+n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 2*time.Minute, "no policy group left in Neutron", func() (bool, error) {
+		groups, err := env.os.Networking.ListSecurityGroups(ctx, openstack.Filter{Tags: ownership.Selector(env.cluster, ownership.KindPolicy)})
+		return len(groups) == 0, err
 	})
 }
 
