@@ -88,11 +88,13 @@ keystone_bootstrap() {
     # (externalIPs, loadBalancerIP).
     kput "projects/$raven_pid/users/$uid/roles/$admin_role"
   else
-    # 2025.1's Neutron grants those to the service role (create_port:binding:host_id,
-    # update_port:binding:host_id) and the manager role (create_floatingip:floating_ip_address) of the
-    # project: Raven needs no admin (docs/operations.md, "Credentials").
+    # On 2025.1 the manager role of the project may pick a floating IP's address
+    # (create_floatingip:floating_ip_address), and the stack's Neutron runs Raven's policy override
+    # (deploy/openstack/neutron-policy.yaml), which lets raven-port-binder bind the project's ports
+    # (binding:host_id): Raven needs neither admin nor the cloud-wide service role (docs/operations.md,
+    # "Credentials").
     local role rid
-    for role in service manager; do
+    for role in raven-port-binder manager; do
       rid=$(curl -sf -H "X-Auth-Token: $tok" "$ks/roles?name=$role" | jq -r '.roles[0].id // empty')
       [[ -n $rid ]] || rid=$(kpost roles "{\"role\":{\"name\":\"$role\"}}" | jq -r .role.id)
       kput "projects/$raven_pid/users/$uid/roles/$rid"

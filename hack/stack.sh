@@ -786,6 +786,12 @@ quota_security_group = -1
 quota_security_group_rule = -1
 CONF
   [[ $auth == keystone ]] && keystone_authtoken neutron "$ksp" >>"$STACK_DIR/neutron/neutron.conf"
+  if [[ $OPENSTACK != zed ]]; then
+    # Raven's policy override, as an operator installs it: the raven-port-binder role binds its project's ports
+    # (hack/keystone.sh gives Raven's user that role instead of service).
+    cp "$REPO/deploy/openstack/neutron-policy.yaml" "$STACK_DIR/neutron/policy.yaml"
+    printf '[oslo_policy]\npolicy_file = %s\n' "$STACK_DIR/neutron/policy.yaml" >>"$STACK_DIR/neutron/neutron.conf"
+  fi
   start neutron-server "$PY" "$REPO/hack/openstack/neutron_server.py" --config-file "$STACK_DIR/neutron/neutron.conf"
 }
 

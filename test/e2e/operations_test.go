@@ -283,17 +283,18 @@ func TestKeystoneAuthenticatedRun(t *testing.T) {
 	r.stop()
 }
 
-// leastPrivilege: on 2025.1 Raven's Keystone user holds no admin role, and still binds a pod's port to its node
-// (binding:host_id) and gives a Service the external IP it asks for (a floating IP's address), without a
-// refused request.
+// leastPrivilege: on 2025.1 Raven's Keystone user holds neither admin nor the cloud-wide service role, only
+// raven-port-binder of Neutron's policy override (deploy/openstack/neutron-policy.yaml), and still binds a pod's
+// port to its node (binding:host_id), reads that binding back, and gives a Service the external IP it asks for
+// (a floating IP's address), without a refused request.
 func leastPrivilege(ctx context.Context, t *testing.T, vars map[string]string, kube kubernetes.Interface, r *Raven) {
 	t.Helper()
 	if vars["STACK_OPENSTACK"] == "zed" {
 		t.Log("Zed's Neutron binds ports and picks floating IP addresses for admins only: Raven's user is admin there")
 		return
 	}
-	if roles := keystoneRoles(t, vars["KEYSTONE_URL"], "raven", "raven"); slices.Contains(roles, "admin") || !slices.Contains(roles, "service") {
-		t.Fatalf("Raven's user holds %v in its project; want service (and manager), not admin", roles)
+	if roles := keystoneRoles(t, vars["KEYSTONE_URL"], "raven", "raven"); slices.Contains(roles, "admin") || slices.Contains(roles, "service") || !slices.Contains(roles, "raven-port-binder") {
+		t.Fatalf("Raven's user holds %v in its project; want raven-port-binder (and manager), neither admin nor service", roles)
 	}
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil || len(nodes.Items) == 0 {
@@ -324,6 +325,25 @@ func leastPrivilege(ctx context.Context, t *testing.T, vars map[string]string, k
 	if v := r.metric(t, "raven_openstack_request_errors_total", func(l string) bool { return strings.Contains(l, "Forbidden") }); v != 0 {
 		t.Errorf("%v requests were refused as forbidden to Raven's user", v)
 	}
+	// Raven's user sees the binding it made (Neutron hides binding:host_id from a plain member): it can tell a
+	// port bound to its node from one that is not.
+	p, err := kube.CoreV1().Pods("default").Get(ctx, "bound", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ann annotations.Port
+	if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &ann); !ok || err != nil {
+		t.Fatalf("the bound pod's port annotation: %v", err)
+	}
+	var port struct {
+		Port struct {
+			HostID string `json:"binding:host_id"`
+		}
+	}
+	neutronGet(t, vars["NEUTRON_URL"], keystoneToken(t, vars["KEYSTONE_URL"], "raven", "raven"), "/v2.0/ports/"+ann.ID, &port)
+	if port.Port.HostID != pod.Spec.NodeName {
+		t.Errorf("Raven's user reads binding:host_id %q on the bound pod's port, want %q", port.Port.HostID, pod.Spec.NodeName)
+	}
 }
 
 // keystoneRoles names the roles user holds in project, as Keystone's admin sees them.
@@ -349,7 +369,13 @@ func keystoneRoles(t *testing.T, keystone, user, project string) []string {
 // keystoneAdminToken is a token of the Keystone stack's admin, scoped to the admin project.
 func keystoneAdminToken(t testing.TB, keystone string) string {
 	t.Helper()
-	body := `{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"admin","domain":{"id":"default"},"password":"secret"}}},"scope":{"project":{"name":"admin","domain":{"id":"default"}}}}}`
+	return keystoneToken(t, keystone, "admin", "admin")
+}
+
+// keystoneToken is a token of the Keystone stack's user (password "secret"), scoped to project.
+func keystoneToken(t testing.TB, keystone, user, project string) string {
+	t.Helper()
+	body := `{"auth":{"identity":{"methods":["password"],"password":{"user":{"name":"` + user + `","domain":{"id":"default"},"password":"secret"}}},"scope":{"project":{"name":"` + project + `","domain":{"id":"default"}}}}}`
 	resp, err := http.Post(keystone+"/auth/tokens", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -359,6 +385,12 @@ func keystoneAdminToken(t testing.TB, keystone string) string {
 		t.Fatalf("Keystone admin token: %s", resp.Status)
 	}
 	return resp.Header.Get("X-Subject-Token")
+}
+
+// neutronGet decodes Neutron's JSON answer to a GET of path with token into into.
+func neutronGet(t testing.TB, neutron, token, path string, into any) {
+	t.Helper()
+	keystoneGet(t, neutron, token, path, into)
 }
 
 // keystoneGet decodes Keystone's JSON answer to a GET of path with token into into.
