@@ -39,7 +39,9 @@ func Read(ctx context.Context, n openstack.Networking, cluster string) (byKey ma
 // Create makes the group of g, tagged as the cluster's, without the egress rules Neutron gives a new group
 // (a policy group admits only what its rules say). Its rules come with PlanRules and Plan.Apply.
 // The group is created under a name that holds its marker (the hash of its tags), so that a group whose tag
-// call never happened (a crash, a lost answer) is found by name and tagged, not made twice or leaked.
+// call never happened (a crash, a lost answer, a rule delete that failed) is found by name and finished, not
+// made twice or leaked. Its rules are all deleted before it is tagged: Read, and so every reconcile after
+// this one, never sees a group of the cluster that still holds Neutron's "egress anywhere" rules.
 func Create(ctx context.Context, n openstack.Networking, cluster string, g Group) (openstack.SecurityGroup, error) {
 	tags := ownership.Owner{Cluster: cluster, Kind: ownership.KindPolicy, UID: g.Key}.Tags()
 	name := groupName(cluster, g.Key)
@@ -53,23 +55,21 @@ func Create(ctx context.Context, n openstack.Networking, cluster string, g Group
 	} else if sg, err = n.CreateSecurityGroup(ctx, openstack.SecurityGroupSpec{Name: name, Description: g.Description}); err != nil {
 		return openstack.SecurityGroup{}, err
 	}
-	// The tags and the default rules' deletes are independent: all at once. No port carries the group yet, so
-	// the default rules admit nothing meanwhile.
-	errs := make([]error, len(sg.Rules)+1)
+	// The default rules' deletes are independent of one another: all at once. No port carries the group, and
+	// without its tags no reconcile hands it out, until they are all gone.
+	errs := make([]error, len(sg.Rules))
 	var wg sync.WaitGroup
-	wg.Go(func() { errs[0] = n.ReplaceTags(ctx, openstack.ResourceSecurityGroups, sg.ID, tags) })
 	for i, r := range sg.Rules {
-		wg.Go(func() { errs[i+1] = openstack.IgnoreNotFound(n.DeleteSecurityGroupRule(ctx, r.ID)) })
+		wg.Go(func() { errs[i] = openstack.IgnoreNotFound(n.DeleteSecurityGroupRule(ctx, r.ID)) })
 	}
 	wg.Wait()
-	if errs[0] != nil {
-		return openstack.SecurityGroup{}, errs[0]
+	if err := errors.Join(errs...); err != nil {
+		return openstack.SecurityGroup{}, fmt.Errorf("deleting the default rules of security group %s: %w", sg.ID, err)
 	}
-	sg.Tags = tags
-	if err := errors.Join(errs[1:]...); err != nil {
-		return *sg, err
+	if err := n.ReplaceTags(ctx, openstack.ResourceSecurityGroups, sg.ID, tags); err != nil {
+		return openstack.SecurityGroup{}, err
 	}
-	sg.Rules = nil
+	sg.Tags, sg.Rules = tags, nil
 	return *sg, nil
 }
 

@@ -92,14 +92,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	pending := len(refused) > 0
 	grouped := time.Since(start)
 	r.reportProblems(nps.Items, res)
-	r.publish(ids, want, refused)
 	// Without policies and without groups there is nothing to enforce: the ports keep what they have.
 	enforce := len(nps.Items) > 0 || len(have) > 0 || len(extra) > 0
 	var changes []portChange
 	if enforce {
 		changes = r.portChanges(ctx, pods, res, ids)
 	}
-	rulesPending, err := r.syncRulesAndPorts(ctx, want, have, ids, byPolicy, changes, takes)
+	rulesPending, err := r.syncRulesAndPorts(ctx, want, have, ids, refused, byPolicy, changes, takes)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -141,12 +140,12 @@ func (r *Reconciler) cleanUp(ctx context.Context, want map[string]policy.Group, 
 	return r.deleteGroups(ctx, append(extra, unwanted...)), recycled
 }
 
-// publish hands the pod controller the groups that stay (those about to go are no longer handed out) and the
-// ones Neutron refused to make.
-func (r *Reconciler) publish(ids map[string]string, want map[string]policy.Group, refused map[string]bool) {
+// publish hands the pod controller the groups that stay (those about to go are no longer handed out), but
+// for the ones withheld (their rules not in place), and the ones Neutron refused to make.
+func (r *Reconciler) publish(ids map[string]string, want map[string]policy.Group, refused, withheld map[string]bool) {
 	live := map[string]string{}
 	for key, id := range ids {
-		if _, wanted := want[key]; wanted {
+		if _, wanted := want[key]; wanted && !withheld[key] {
 			live[key] = id
 		}
 	}
@@ -184,12 +183,16 @@ func (r *Reconciler) translate(ctx context.Context, nps []networkingv1.NetworkPo
 	for _, p := range pods {
 		in = append(in, p.pod)
 	}
-	res := policy.Translate(nps, in, namespacesOf(nss.Items))
+	// The pods still waiting for their port count too: the groups they wait for (the one for their numbering
+	// of a policy's named ports, the peer group of the number they give a port an egress rule names) are made
+	// whether or not a pod with a port numbers it alike, whatever came first, the policy or the pods.
+	all := slices.Concat(in, waitingPods(podList.Items))
+	res := policy.Translate(nps, all, namespacesOf(nss.Items))
 	nodes, err := nodeAddresses(ctx, r.Client, r.NodeCIDRs)
 	if err != nil {
 		return nil, policy.Result{}, err
 	}
-	policy.AdmitOwnNodes(&res, in, nodes)
+	policy.AdmitOwnNodes(&res, all, nodes)
 	if len(nps) > 0 {
 		services, err := readServices(ctx, r.Client)
 		if err != nil {
@@ -274,13 +277,18 @@ func (r *Reconciler) createGroups(ctx context.Context, want map[string]policy.Gr
 
 // syncRulesAndPorts brings every wanted group's rules in line and gives the ports their groups, both at once, a few requests at a time each (each waits on Neutron's OVN transaction more than on Neutron itself).
 // A port update that would put a port into a group whose rules are being narrowed waits until they are, so
-// that no port is ever admitted by a rule on its way out; every other port update goes alongside the rules
-// (a port that joins a group before its new rules are in is refused a little longer, never admitted more).
+// that no port is ever admitted by a rule on its way out; a group whose stale rules Neutron did not delete
+// is then left out of the update (the port is more closed than its policies say until the next reconcile,
+// never more open). Every other port update goes alongside the rules (a port that joins a group before its
+// new rules are in is refused a little longer, never admitted more).
+// The pod controller gets a group (publish) only once its rules are in place: none while they are being
+// changed, and after the change every group but those whose stale rules stayed (Neutron refused to delete
+// them); a group some of whose new rules were refused admits less than it should, and is handed out.
 // It returns whether a rule change or a take was refused (to be asked again).
 func (r *Reconciler) syncRulesAndPorts(ctx context.Context, want map[string]policy.Group, have map[string]openstack.SecurityGroup,
-	ids map[string]string, byPolicy map[string]*networkingv1.NetworkPolicy, changes []portChange, takes []take) (pending bool, err error) {
+	ids map[string]string, refused map[string]bool, byPolicy map[string]*networkingv1.NetworkPolicy, changes []portChange, takes []take) (pending bool, err error) {
 	var plans []keyedPlan
-	narrowed := map[string]bool{}
+	narrowed, changing := map[string]bool{}, map[string]bool{}
 	for _, key := range slices.Sorted(maps.Keys(want)) {
 		if sg, ok := have[key]; ok {
 			p := policy.PlanRules(sg, want[key].Rules, ids)
@@ -288,8 +296,12 @@ func (r *Reconciler) syncRulesAndPorts(ctx context.Context, want map[string]poli
 			if len(p.Stale) > 0 {
 				narrowed[sg.ID] = true
 			}
+			if len(p.Stale)+len(p.Add) > 0 {
+				changing[key] = true
+			}
 		}
 	}
+	r.publish(ids, want, refused, changing)
 	var now, later []portChange
 	for _, c := range changes {
 		if c.joins(narrowed) {
@@ -299,10 +311,14 @@ func (r *Reconciler) syncRulesAndPorts(ctx context.Context, want map[string]poli
 		}
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { pending = r.applyPlans(ctx, plans, byPolicy) })
+	var stale map[string]bool
+	wg.Go(func() {
+		pending, stale = r.applyPlans(ctx, plans, byPolicy)
+		r.publish(ids, want, refused, stale)
+	})
 	nowErr := r.updatePorts(ctx, now)
 	wg.Wait()
-	laterErr := r.updatePorts(ctx, later)
+	laterErr := r.updatePorts(ctx, withoutGroups(later, idsOf(stale, ids)))
 	// The spares' tags come last: they matter only to the next reconcile, and every request beside the rules
 	// and ports slows them down (Neutron serves them all from one worker here). A take whose tags never come
 	// leaves a spare with rules, which is deleted and never handed out again.
@@ -318,14 +334,19 @@ type keyedPlan struct {
 	plan policy.Plan
 }
 
-// applyPlans applies the rule plans, a few at a time; true when one was refused.
-func (r *Reconciler) applyPlans(ctx context.Context, plans []keyedPlan, byPolicy map[string]*networkingv1.NetworkPolicy) (pending bool) {
+// applyPlans applies the rule plans, a few at a time; pending is true when one was refused, and stale holds
+// the keys of the groups some of whose stale rules Neutron did not delete.
+func (r *Reconciler) applyPlans(ctx context.Context, plans []keyedPlan, byPolicy map[string]*networkingv1.NetworkPolicy) (pending bool, stale map[string]bool) {
 	log := klog.FromContext(ctx)
 	var mu sync.Mutex
+	stale = map[string]bool{}
 	parallel(plans, func(p keyedPlan) {
 		added, removed, err := p.plan.Apply(ctx, r.Neutron.N)
 		mu.Lock()
 		defer mu.Unlock()
+		if removed < len(p.plan.Stale) {
+			stale[p.key] = true
+		}
 		if err != nil {
 			r.warnGroup(ctx, byPolicy, p.key, "PolicyRules", "setting the rules of security group "+p.key, err)
 			pending = true
@@ -335,7 +356,34 @@ func (r *Reconciler) applyPlans(ctx context.Context, plans []keyedPlan, byPolicy
 			log.V(2).Info("Updated policy group rules", "group", p.key, "added", added, "removed", removed)
 		}
 	})
-	return pending
+	return pending, stale
+}
+
+// idsOf are the IDs of the groups of keys.
+func idsOf(keys map[string]bool, ids map[string]string) map[string]bool {
+	out := make(map[string]bool, len(keys))
+	for key := range keys {
+		out[ids[key]] = true
+	}
+	return out
+}
+
+// withoutGroups leaves out of each change the groups (by ID) its port does not carry yet, and drops the
+// changes left with nothing to change.
+func withoutGroups(changes []portChange, groups map[string]bool) []portChange {
+	if len(groups) == 0 {
+		return changes
+	}
+	var out []portChange
+	for _, c := range changes {
+		want := slices.DeleteFunc(slices.Clone(c.want), func(id string) bool { return groups[id] && !slices.Contains(c.port.SecurityGroups, id) })
+		if slices.Equal(slices.Sorted(slices.Values(c.port.SecurityGroups)), want) {
+			continue
+		}
+		c.want = nonNil(want)
+		out = append(out, c)
+	}
+	return out
 }
 
 // reportProblems raises a Warning on each policy for what its translation could not express.
@@ -386,6 +434,24 @@ func portPods(items []corev1.Pod) []portPod {
 			continue
 		}
 		out = append(out, portPod{pod: podOf(p, port.FixedIPs[0].IPAddress), uid: string(p.UID), obj: p})
+	}
+	return out
+}
+
+// waitingPods are the pods that need a port and have none yet (no address in their annotation), as the
+// translation sees them: without an address.
+func waitingPods(items []corev1.Pod) []policy.Pod {
+	var out []policy.Pod
+	for i := range items {
+		p := &items[i]
+		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
+			continue
+		}
+		var port annotations.Port
+		if ok, err := annotations.Decode(p.Annotations, annotations.PodPort, &port); ok && err == nil && len(port.FixedIPs) > 0 {
+			continue
+		}
+		out = append(out, podOf(p, ""))
 	}
 	return out
 }

@@ -37,27 +37,28 @@ func (s *State) get() (ids map[string]string, refused map[string]bool) {
 }
 
 // GroupsFor are the security groups the port of pod (with address ip) must carry now, given the policies
-// the cache holds; unisolated are the groups of a pod no policy isolates. ok is false while a group the pod
-// needs is still being made: the pod waits, so that it never runs without the policies that select it. A
-// group Neutron refused to make does not hold the pod: it goes on with the groups that exist (more closed
-// than its policies, never more open), and refused names the missing ones.
-func (s *State) GroupsFor(ctx context.Context, c client.Reader, pod *corev1.Pod, ip string, unisolated []string) (groups, refused []string, ok bool, err error) {
+// the cache holds; unisolated are the groups of a pod no policy isolates. waiting names the groups the pod
+// needs that the policy reconcile has not handed out yet (not made yet, or their rules not in place), each as
+// "key (description)": the pod waits, so that it never runs without the policies that select it, nor with a
+// group that admits more than they say. A group Neutron refused to make does not hold the pod: it goes on with
+// the groups that exist (more closed than its policies, never more open), and refused names the missing ones.
+func (s *State) GroupsFor(ctx context.Context, c client.Reader, pod *corev1.Pod, ip string, unisolated []string) (groups, refused, waiting []string, err error) {
 	var nps networkingv1.NetworkPolicyList
 	if err := c.List(ctx, &nps); err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, err
 	}
 	if len(nps.Items) == 0 {
-		return unisolated, nil, true, nil
+		return unisolated, nil, nil, nil
 	}
 	var nss corev1.NamespaceList
 	if err := c.List(ctx, &nss); err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, err
 	}
 	p := podOf(pod, ip)
 	res := policy.Translate(nps.Items, []policy.Pod{p}, namespacesOf(nss.Items))
 	nodes, err := ownNodeAddresses(ctx, c, p.Node, s.NodeCIDRs)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, err
 	}
 	policy.AdmitOwnNodes(&res, []policy.Pod{p}, nodes)
 	ids, refusedKeys := s.get()
@@ -70,10 +71,21 @@ func (s *State) GroupsFor(ctx context.Context, c client.Reader, pod *corev1.Pod,
 		case refusedKeys[k]:
 			refused = append(refused, k)
 		default:
-			return nil, nil, false, nil
+			waiting = append(waiting, describe(k, res.Groups[k]))
 		}
 	}
-	return nonNil(groups), refused, true, nil
+	if len(waiting) > 0 {
+		return nil, nil, waiting, nil
+	}
+	return nonNil(groups), refused, nil, nil
+}
+
+// describe is a group's key and what it stands for (the base groups, which no policy owns, by key alone).
+func describe(key string, g policy.Group) string {
+	if g.Description == "" {
+		return key
+	}
+	return key + " (" + g.Description + ")"
 }
 
 // nodeAddresses are the admitted addresses of every node, by node name; none without cidrs.

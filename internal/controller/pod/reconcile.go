@@ -25,13 +25,18 @@ import (
 	"github.com/raven-net/raven/pkg/annotations"
 )
 
-// Groups tells the security groups a pod's port must carry; ok is false while one is still being made.
+// Groups tells the security groups a pod's port must carry; waiting names those it must wait for (still
+// being made, or their rules not in place yet).
 type Groups interface {
-	GroupsFor(ctx context.Context, c ctrl.Reader, pod *corev1.Pod, ip string, unisolated []string) (groups, refused []string, ok bool, err error)
+	GroupsFor(ctx context.Context, c ctrl.Reader, pod *corev1.Pod, ip string, unisolated []string) (groups, refused, waiting []string, err error)
 }
 
 // errGroupsPending: a group the pod's policies need is still being made; the pod waits for it.
 var errGroupsPending = errors.New("waiting for the security groups of the pod's NetworkPolicies")
+
+// policyPatience is how long a pod waits quietly for the groups of its policies: the policy reconcile its
+// creation brings makes them within seconds.
+const policyPatience = 30 * time.Second
 
 // Reconciler gives pods their ports.
 type Reconciler struct {
@@ -129,8 +134,7 @@ func (r *Reconciler) portWait(log klog.Logger, pod *corev1.Pod, err error) (res 
 	case errors.Is(err, neutron.ErrNotLoaded):
 		return r.untilLoaded(pod), true, nil // a pod in sync waits for the start-up listing
 	case errors.Is(err, errGroupsPending):
-		log.V(3).Info("Waiting for the pod's policy groups")
-		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, true, nil
+		return r.waitForGroups(log, pod, err), true, nil
 	case errors.Is(err, errCheckLater):
 		log.V(3).Info("Waiting for the budget of port checks")
 		return reconcile.Result{RequeueAfter: time.Second / checkRate}, true, nil
@@ -172,12 +176,12 @@ func (r *Reconciler) ensureOwnPort(ctx context.Context, pod *corev1.Pod, announc
 		// A new pod's port gets its policies' groups before the annotation lets the CNI plug it, and so does
 		// the port made for a running pod whose port is gone; later changes of an annotated pod's groups are
 		// the policy controller's.
-		groups, refused, ok, err := r.Policies.GroupsFor(ctx, r.Client, pod, "", r.Neutron.C.PodSecurityGroups)
+		groups, refused, waiting, err := r.Policies.GroupsFor(ctx, r.Client, pod, "", r.Neutron.C.PodSecurityGroups)
 		if err != nil {
 			return neutron.Port{}, nil, err
 		}
-		if !ok {
-			return neutron.Port{}, nil, errGroupsPending
+		if len(waiting) > 0 {
+			return neutron.Port{}, nil, fmt.Errorf("%w: %s", errGroupsPending, strings.Join(waiting, ", "))
 		}
 		ref.SecurityGroups = groups
 		if len(refused) > 0 {
@@ -302,6 +306,20 @@ func (r *Reconciler) waitForNetwork(pod *corev1.Pod, ns *corev1.Namespace) recon
 	r.warn(pod, "NamespaceNetworkMissing", "waiting for the namespace network",
 		fmt.Errorf("namespace %s has no Neutron network yet; its Warning events say why", ns.Name))
 	return reconcile.Result{RequeueAfter: 10 * time.Second}
+}
+
+// waitForGroups brings back a pod that waits for the groups of its policies (err names them): quietly at first,
+// then, once it has waited longer than the policy reconcile takes to make them, with a Warning on the pod
+// that says which groups hold it, less often.
+func (r *Reconciler) waitForGroups(log klog.Logger, pod *corev1.Pod, err error) reconcile.Result {
+	if time.Since(pod.CreationTimestamp.Time) < policyPatience {
+		log.V(3).Info("Waiting for the pod's policy groups", "err", err.Error())
+		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}
+	}
+	log.Info("Warning", "reason", "PolicyGroupsPending", "err", err.Error())
+	controller.Warn(r.Recorder, pod, "PolicyGroupsPending", "Reconcile", "giving the pod its port",
+		fmt.Errorf("%w; the NetworkPolicy controller makes them and puts their rules in place, and its Warning events on the policies say what holds them", err))
+	return reconcile.Result{RequeueAfter: 2 * time.Second}
 }
 
 // observeLatency records how long the pod waited for its first port annotation.

@@ -161,8 +161,8 @@ const port0IP = "10.244.0.2"
 // fixedGroups gives every pod the same policy groups.
 type fixedGroups []string
 
-func (g fixedGroups) GroupsFor(context.Context, client.Reader, *corev1.Pod, string, []string) ([]string, []string, bool, error) {
-	return g, nil, true, nil
+func (g fixedGroups) GroupsFor(context.Context, client.Reader, *corev1.Pod, string, []string) ([]string, []string, []string, error) {
+	return g, nil, nil, nil
 }
 
 // The port made for a running pod whose port vanished carries the groups of the pod's NetworkPolicies from its
