@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -107,7 +109,14 @@ type Octavia struct {
 	// octavia.Provider.MembersFirst). Unset: the provider's default, off. Set it on ovn-octavia-provider 3.0.0
 	// (OpenStack Zed), whose agent could stall for minutes on a verdict for a deleted listener.
 	DeleteMembersFirst *bool `json:"deleteMembersFirst,omitempty"`
+	// LoadBalancerClass is the spec.loadBalancerClass Raven implements: a type LoadBalancer Service with no class
+	// or this one gets Raven's floating IP and load balancer status; one of another class is left to that class's
+	// controller (Raven serves its clusterIP, as for any Service).
+	LoadBalancerClass string `json:"loadBalancerClass"`
 }
+
+// DefaultLoadBalancerClass is the loadBalancerClass Raven serves unless configured otherwise.
+const DefaultLoadBalancerClass = "raven.io/octavia"
 
 // HealthMonitor is how pools probe their members, in whole seconds as Octavia takes them.
 type HealthMonitor struct {
@@ -213,7 +222,7 @@ func Default() Options {
 			PodSubnetPoolCIDR:     "10.244.0.0/16",
 			PodSubnetPrefixLength: 24,
 		},
-		Octavia: Octavia{Provider: "amphora",
+		Octavia: Octavia{Provider: "amphora", LoadBalancerClass: DefaultLoadBalancerClass,
 			HealthMonitor: HealthMonitor{Enabled: true, DelaySeconds: 2, TimeoutSeconds: 1, MaxRetries: 1, MaxRetriesDown: 2, UDPConnectDelaySeconds: 3}},
 		Controllers:       Controllers{Namespaces: true, Pods: true, Services: true, NetworkPolicies: true},
 		Pools:             Pools{Enabled: true, MinFree: 5, Batch: 10, Max: 50, IdleAfter: Duration{10 * time.Minute}, Budget: 1000},
@@ -345,6 +354,10 @@ func (o Options) octaviaErrors() []error {
 	valid := inRange(hm.TimeoutSeconds, 1, min(hm.DelaySeconds, hm.UDPConnectDelaySeconds)) && inRange(hm.MaxRetries, 1, 10) && inRange(hm.MaxRetriesDown, 1, 10)
 	if hm.Enabled && !valid {
 		errs = append(errs, fmt.Errorf("octavia.healthMonitor: need 1 ≤ timeoutSeconds ≤ delaySeconds, udpConnectDelaySeconds and maxRetries, maxRetriesDown in 1–10 (got %+v)", hm))
+	}
+	if msgs := validation.IsQualifiedName(o.Octavia.LoadBalancerClass); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("octavia.loadBalancerClass %q must be a loadBalancerClass as Kubernetes takes it (such as %s): %s",
+			o.Octavia.LoadBalancerClass, DefaultLoadBalancerClass, strings.Join(msgs, "; ")))
 	}
 	return errs
 }

@@ -157,7 +157,8 @@ func nestedNodes(o config.Nested) (*pod.NestedNodes, error) {
 func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, clients *openstack.Clients, nm *neutron.Manager,
 	gate *controller.Gate, m *metrics.Metrics) (*orphan.Sweeper, error) {
 	recorder := mgr.GetEventRecorder("raven")
-	// The service controller records the members it reads; the pod controller keeps a member's port until then.
+	// The service controller records the members it reads and the floating IPs it made; the pod controller keeps a
+	// member's port until then, and the NetworkPolicy controller judges Services by them.
 	backends := &octavia.Backends{}
 	// A controller that is switched off has no repair channel: the resync skips its repairs instead of
 	// blocking on a channel nobody reads.
@@ -190,7 +191,7 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		if err := pod.WatchPods(ctx, mgr); err != nil {
 			return nil, err
 		}
-		policies, err := addPolicyController(mgr, o, nm, gate, recorder)
+		policies, err := addPolicyController(mgr, o, nm, gate, recorder, backends)
 		if err != nil {
 			return nil, err
 		}
@@ -218,8 +219,8 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 		deletes := &octavia.Deletes{}
 		// Services are served once their own ports are listed, while the pods' ports still are.
 		sweeper.ServiceGate = controller.NewGate()
-		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Provider: prov, Gate: sweeper.ServiceGate, Recorder: recorder,
-			Backends: backends, Deletes: deletes}
+		r := &service.Reconciler{Client: mgr.GetClient(), Neutron: nm, LB: clients.LoadBalancing, Provider: prov, Class: o.Octavia.LoadBalancerClass,
+			Gate: sweeper.ServiceGate, Recorder: recorder, Backends: backends, Deletes: deletes}
 		if err := r.SetupWithManager(mgr, min(o.Workers, 8), svcRepairs); err != nil {
 			return nil, err
 		}
@@ -230,8 +231,9 @@ func addControllers(ctx context.Context, mgr ctrl.Manager, o config.Options, cli
 }
 
 // addPolicyController adds the NetworkPolicy controller when it is on; its State gives the pod controller a
-// new pod's groups (nil when it is off).
-func addPolicyController(mgr ctrl.Manager, o config.Options, nm *neutron.Manager, gate *controller.Gate, recorder events.EventRecorder) (pod.Groups, error) {
+// new pod's groups (nil when it is off). lbs is what the Service controller saw its load balancers serve.
+func addPolicyController(mgr ctrl.Manager, o config.Options, nm *neutron.Manager, gate *controller.Gate, recorder events.EventRecorder,
+	lbs *octavia.Backends) (pod.Groups, error) {
 	if !o.Controllers.NetworkPolicies {
 		return nil, nil
 	}
@@ -241,7 +243,7 @@ func addPolicyController(mgr ctrl.Manager, o config.Options, nm *neutron.Manager
 		serviceCIDR = o.Neutron.ServiceSubnetCIDR
 	}
 	np := &networkpolicy.Reconciler{Client: mgr.GetClient(), Neutron: nm, State: state, Gate: gate, Recorder: recorder,
-		ServiceCIDR: serviceCIDR, NodeCIDRs: o.Neutron.PodIngressCIDRs, Resync: o.ResyncPeriod.Duration, SpareGroups: spareGroups}
+		ServiceCIDR: serviceCIDR, NodeCIDRs: o.Neutron.PodIngressCIDRs, Resync: o.ResyncPeriod.Duration, SpareGroups: spareGroups, LoadBalancers: lbs}
 	return state, np.SetupWithManager(mgr)
 }
 

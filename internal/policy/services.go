@@ -10,12 +10,14 @@ import (
 // the backends it balances to.
 type Service struct {
 	Namespace, Name string
-	// Addresses are its clusterIPs, externalIPs and load balancer ingress IPs (IPv4).
+	// Addresses are the addresses that lead to its load balancer (IPv4): its clusterIPs and the floating IPs
+	// Raven made for it. Never an address its editor may merely write (externalIPs, status ingress IPs): the
+	// Service's egress rules go to each of them.
 	Addresses []string
 	Ports     []ServicePort
 }
 
-// ServicePort is one port of a Service and the backends behind it.
+// ServicePort is one port of a Service and the backends behind it: every one its load balancer may send to.
 type ServicePort struct {
 	// Protocol is "tcp", "udp" or "sctp".
 	Protocol string

@@ -15,6 +15,7 @@ import (
 	"github.com/raven-net/raven/internal/cni/ovs"
 	"github.com/raven-net/raven/internal/cni/plug"
 	"github.com/raven-net/raven/internal/cni/wire"
+	"github.com/raven-net/raven/pkg/annotations"
 )
 
 // Event reasons of failed ADDs.
@@ -39,17 +40,8 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 
 	start := time.Now()
 	t, err := s.waitPort(ctx, pod)
-	var elsewhere *boundElsewhereError
-	var onOther *elsewhereError
-	switch {
-	case errors.As(err, &elsewhere):
-		return nil, s.fail(ctx, pod, ReasonPortBoundElsewhere, newError(types.ErrInternal,
-			"pod %s: %w: Raven bound it for another node; the pod must be recreated", pod, err))
-	case errors.As(err, &onOther):
-		return nil, s.fail(ctx, pod, ReasonPortBoundElsewhere, newError(types.ErrInternal,
-			"%w: its port is bound to that node, and only that node's raven-node can plug it", err))
-	case err != nil:
-		return nil, s.fail(ctx, pod, ReasonNetworkNotReady, newError(types.ErrTryAgainLater, "pod %s: %w", pod, err))
+	if err != nil {
+		return nil, s.waitFailed(ctx, pod, err)
 	}
 	pod.UID = t.uid
 	spec, err := buildSpec(t, req.Netns, req.IfName)
@@ -66,6 +58,13 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 	plugStart := time.Now()
 	ids := plugIDs(req, conf.Name, pod, t, spec)
 	res, err := s.plug(ctx, spec, ids)
+	var inUse *portInUseError
+	if errors.As(err, &inUse) {
+		return nil, s.fail(ctx, pod, ReasonPortInUse, newError(types.ErrInternal,
+			"pod %s: %w. Was the %s annotation of pod %s written by someone other than Raven's controller? The controller "+
+				"writes the pod's own port over it, and the runtime's next ADD plugs that; if the annotation stays, look at "+
+				"Raven's events on both pods", pod, err, annotations.PodPort, pod))
+	}
 	if err != nil {
 		return nil, s.fail(ctx, pod, ReasonPlugFailed, newError(types.ErrInternal, "pod %s, port %s: %w", pod, t.port.ID, err))
 	}
@@ -87,6 +86,25 @@ func (s *Server) add(ctx context.Context, req wire.Request, conf *wire.NetConf) 
 	klog.FromContext(ctx).Info("Pod plugged", "ip", spec.Address, "mac", spec.MAC, "mtu", spec.MTU,
 		"portWait", plugStart.Sub(start), "plug", waitStart.Sub(plugStart), "ovnInstalledAfter", time.Since(waitStart))
 	return BuildResult(spec, res, t.subnet, conf.CNIVersion)
+}
+
+// waitFailed reports an ADD that got no port it can plug: a port bound to another node, a pod scheduled to
+// another node and an annotation without pod_uid fail at once; anything else is what the ADD waited for in vain.
+func (s *Server) waitFailed(ctx context.Context, pod wire.Pod, err error) error {
+	var elsewhere *boundElsewhereError
+	var onOther *elsewhereError
+	var noUID *noPodUIDError
+	switch {
+	case errors.As(err, &noUID):
+		return s.fail(ctx, pod, ReasonInvalidPort, newError(types.ErrInvalidNetworkConfig, "pod %s: %w", pod, err))
+	case errors.As(err, &elsewhere):
+		return s.fail(ctx, pod, ReasonPortBoundElsewhere, newError(types.ErrInternal,
+			"pod %s: %w: Raven bound it for another node; the pod must be recreated", pod, err))
+	case errors.As(err, &onOther):
+		return s.fail(ctx, pod, ReasonPortBoundElsewhere, newError(types.ErrInternal,
+			"%w: its port is bound to that node, and only that node's raven-node can plug it", err))
+	}
+	return s.fail(ctx, pod, ReasonNetworkNotReady, newError(types.ErrTryAgainLater, "pod %s: %w", pod, err))
 }
 
 // waitPort waits in the pod cache for a port this node can plug for the pod.
@@ -177,10 +195,14 @@ func plugIDs(req wire.Request, network string, pod wire.Pod, t target, spec plug
 
 // plug replaces whatever a former sandbox left on the port's interface, builds the pair and adds the host
 // end to the bridge with these external_ids, as an access port of spec.VLAN when it is set; on the kernel-VLAN
-// path the VLAN link it makes in the pod is all there is. On error nothing of it is left.
+// path the VLAN link it makes in the pod is all there is. On error nothing of it is left. A port another pod of
+// the node holds is refused (a *portInUseError), and nothing of that pod's is touched.
 func (s *Server) plug(ctx context.Context, spec plug.Spec, ids map[string]string) (plug.Result, error) {
 	unlock := s.locks.lock(spec.HostIfName)
 	defer unlock()
+	if err := s.inUse(ctx, ids[ovs.KeyIfaceID], ids[ovs.KeyIfaceIDVer], ""); err != nil {
+		return plug.Result{}, err
+	}
 	if err := s.takeOver(ctx, spec.HostIfName); err != nil {
 		return plug.Result{}, err
 	}
@@ -201,9 +223,10 @@ func (s *Server) plug(ctx context.Context, spec plug.Spec, ids map[string]string
 	return res, nil
 }
 
-// takeOver removes the host end of the veth a former sandbox (of this pod, or a failed ADD) left; AddPort
-// replaces its OVS port with a new one, so that ovn-installed can only come from this plug. On the kernel-VLAN
-// path it removes a VLAN link of the name an ADD stopped halfway left in the host.
+// takeOver removes the host end of the veth a former sandbox (of this pod, of a pod that no longer holds the
+// port, or a failed ADD) left; AddPort replaces its OVS port with a new one, so that ovn-installed can only come
+// from this plug. On the kernel-VLAN path it removes a VLAN link of the name an ADD stopped halfway left in the
+// host.
 func (s *Server) takeOver(ctx context.Context, hostIfName string) error {
 	if err := s.cfg.Plumber.Teardown(ctx, "", "", hostIfName); err != nil {
 		return fmt.Errorf("removing the interface %s a former sandbox left: %w", hostIfName, err)

@@ -235,13 +235,17 @@ func (s *Server) repoint(ctx context.Context, pod *corev1.Pod, iface ovs.Interfa
 }
 
 // repointLocked gives the pod end the new port's address and the interface its iface-id, under the
-// interface's lock; done is false when there was nothing to do (the interface was unplugged, taken over by
-// another sandbox or pointed at the port meanwhile, or its namespace is gone).
+// interface's lock and the lock every plug of the new port takes; done is false when there was nothing to do
+// (the interface was unplugged, taken over by another sandbox or pointed at the port meanwhile, or its namespace
+// is gone). A new port another pod of the node holds is refused (a *portInUseError), and nothing is changed.
 func (s *Server) repointLocked(ctx context.Context, c *change, sandbox string) (done bool, _ error) {
-	unlock := s.locks.lock(c.iface)
+	unlock := s.locks.lockBoth(c.iface, HostIfName(c.to))
 	defer unlock()
 	cur, ok, err := s.cfg.OVS.Interface(ctx, c.iface)
 	if err != nil || !ok || cur.ExternalIDs[ovs.KeySandbox] != sandbox || cur.ExternalIDs[ovs.KeyIfaceID] != c.from {
+		return false, err
+	}
+	if err := s.inUse(ctx, c.to, string(c.pod.UID), c.iface); err != nil {
 		return false, err
 	}
 	if c.before, err = s.cfg.Plumber.Inspect(ctx, c.spec.Netns, c.spec.IfName); err != nil {

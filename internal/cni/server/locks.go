@@ -1,6 +1,9 @@
 package server
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // keyedLocks serialises the changes to one host interface; entries live only while someone holds them.
 type keyedLocks struct {
@@ -37,4 +40,17 @@ func (k *keyedLocks) lock(key string) func() {
 		}
 		k.mu.Unlock()
 	}
+}
+
+// lockBoth takes the locks of two keys (one when they are the same) in the order of their names, so that two
+// callers taking two of the same keys never wait on each other; it returns the release of both.
+func (k *keyedLocks) lockBoth(a, b string) func() {
+	if a == b {
+		return k.lock(a)
+	}
+	keys := []string{a, b}
+	slices.Sort(keys)
+	first := k.lock(keys[0])
+	second := k.lock(keys[1])
+	return func() { second(); first() }
 }

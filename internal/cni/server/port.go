@@ -40,6 +40,20 @@ func (e *elsewhereError) Error() string {
 	return fmt.Sprintf("pod %s is scheduled to node %s, not %s", e.pod, e.host, e.node)
 }
 
+// noPodUIDError says the port annotation names no pod: Raven's controller writes the pod's UID in every port
+// annotation it makes (the device_id of the pod's port, or, on a subport or a pool port claimed in memory, the
+// UID its claim records), so an annotation without one is none of its own, and its port may be another pod's.
+type noPodUIDError struct {
+	port string
+}
+
+func (e *noPodUIDError) Error() string {
+	return fmt.Sprintf("its %s annotation names port %s without a pod_uid, which Raven's controller always writes: raven-node "+
+		"plugs a port only for the pod the annotation names. Raven's controller writes the pod's own port over an annotation "+
+		"it did not write, and the runtime's next ADD plugs that; if the annotation stays, look at Raven's events on the pod",
+		annotations.PodPort, e.port)
+}
+
 // evaluate says whether the cached pod carries a port this node can plug for the pod of the request.
 // It returns the target, or what is still awaited, or an error when waiting cannot help.
 func evaluate(pod *corev1.Pod, want wire.Pod, node string) (t target, waitingFor string, err error) {
@@ -61,7 +75,12 @@ func evaluate(pod *corev1.Pod, want wire.Pod, node string) (t target, waitingFor
 	if err != nil {
 		return target{}, fmt.Sprintf("a valid %s annotation (%v)", annotations.PodPort, err), nil
 	}
-	if port.PodUID != "" && port.PodUID != uid {
+	switch port.PodUID {
+	case "":
+		return target{}, "", &noPodUIDError{port: port.ID}
+	case uid:
+	default:
+		// An annotation left from an earlier pod of the same name: the controller writes this pod's soon.
 		return target{}, fmt.Sprintf("a port for pod UID %s (port %s is for UID %s)", uid, port.ID, port.PodUID), nil
 	}
 	if waitingFor, err := checkBinding(port, node); err != nil || waitingFor != "" {

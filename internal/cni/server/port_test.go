@@ -19,6 +19,7 @@ func TestEvaluate(t *testing.T) {
 		want        wire.Pod
 		waitingFor  string
 		elsewhere   bool
+		noPodUID    bool
 		wantPortUID string
 	}{
 		{name: "no pod in the cache", pod: func(*testing.T) *corev1.Pod { return nil }, waitingFor: "to appear in the node's pod cache"},
@@ -39,6 +40,9 @@ func TestEvaluate(t *testing.T) {
 		{name: "a port for an earlier pod, bound elsewhere, is still only stale", pod: func(t *testing.T) *corev1.Pod {
 			return testPod(t, func(p *annotations.Port, _ *annotations.Subnet) { p.PodUID = "old"; p.HostID = "node-b" })
 		}, waitingFor: "is for UID old"},
+		{name: "a port without pod_uid is refused, bound here or not", pod: func(t *testing.T) *corev1.Pod {
+			return testPod(t, func(p *annotations.Port, _ *annotations.Subnet) { p.PodUID = ""; p.HostID = "" })
+		}, noPodUID: true},
 		{name: "a port bound to another node", pod: func(t *testing.T) *corev1.Pod {
 			return testPod(t, func(p *annotations.Port, _ *annotations.Subnet) { p.HostID = "node-b" })
 		}, elsewhere: true},
@@ -66,7 +70,11 @@ func TestEvaluate(t *testing.T) {
 			if tt.elsewhere != errors.As(err, &be) {
 				t.Fatalf("err = %v, want bound elsewhere %v", err, tt.elsewhere)
 			}
-			if !tt.elsewhere && err != nil {
+			var nu *noPodUIDError
+			if tt.noPodUID != errors.As(err, &nu) {
+				t.Fatalf("err = %v, want a refusal for the missing pod_uid %v", err, tt.noPodUID)
+			}
+			if !tt.elsewhere && !tt.noPodUID && err != nil {
 				t.Fatal(err)
 			}
 			if tt.waitingFor == "" && waitingFor != "" || !strings.Contains(waitingFor, tt.waitingFor) {

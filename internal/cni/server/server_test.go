@@ -66,10 +66,14 @@ func TestAdd(t *testing.T) {
 			later: func(t *testing.T) *corev1.Pod { return testPod(t, annotated) },
 		},
 		{
-			name: "a port without pod UID is taken for the pod of CNI_ARGS",
+			name: "a port without pod UID is refused at once with a Warning event",
 			pod: func(t *testing.T) *corev1.Pod {
 				return testPod(t, func(p *annotations.Port, _ *annotations.Subnet) { p.PodUID = "" })
 			},
+			readyTimeout: time.Minute, fast: true,
+			wantErr:   "annotation names port " + testPort + " without a pod_uid",
+			wantCode:  types.ErrInvalidNetworkConfig,
+			wantEvent: "Warning InvalidPortAnnotation",
 		},
 		{
 			name: "a port bound to another node fails at once with a Warning event",

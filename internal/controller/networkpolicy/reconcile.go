@@ -21,6 +21,7 @@ import (
 
 	"github.com/raven-net/raven/internal/controller"
 	"github.com/raven-net/raven/internal/neutron"
+	"github.com/raven-net/raven/internal/octavia"
 	"github.com/raven-net/raven/internal/openstack"
 	"github.com/raven-net/raven/internal/policy"
 	"github.com/raven-net/raven/pkg/annotations"
@@ -51,6 +52,10 @@ type Reconciler struct {
 	// SpareGroups is how many empty policy groups Raven keeps made while policies exist, so that a new policy
 	// (or peer) takes one instead of waiting for a group to be made (0: none).
 	SpareGroups int
+	// LoadBalancers is what the Service controller last saw its load balancers serve: their members (a Service
+	// port is admitted only where every backend its load balancer may send to is) and the floating IPs Raven made
+	// for them (a Service's egress goes to those, besides its clusterIPs). Nil: none.
+	LoadBalancers *octavia.Backends
 	// PortUpdateTimeout bounds one port's group update (0: portUpdateTimeout). Neutron has been seen to
 	// leave such a request unanswered; the whole cluster's enforcement waits on this reconcile, so it gives
 	// up and tries again rather than wait for the general request deadline.
@@ -194,7 +199,7 @@ func (r *Reconciler) translate(ctx context.Context, nps []networkingv1.NetworkPo
 	}
 	policy.AdmitOwnNodes(&res, all, nodes)
 	if len(nps) > 0 {
-		services, err := readServices(ctx, r.Client)
+		services, err := readServices(ctx, r.Client, r.LoadBalancers, podsAt(in))
 		if err != nil {
 			return nil, policy.Result{}, err
 		}

@@ -22,10 +22,20 @@ func Served(svc *corev1.Service) bool {
 	return ip != "" && ip != corev1.ClusterIPNone
 }
 
+// ImplementsLoadBalancer says whether Raven is the Service's load balancer implementation: its
+// spec.loadBalancerClass is unset or class (Raven's). A Service of another class belongs to that class's
+// controller (MetalLB, a Gateway, ...): Raven still serves its clusterIP and externalIPs, as it does for a
+// ClusterIP Service (what kube-proxy would do), but makes it no floating IP of its own and leaves its
+// status.loadBalancer alone.
+func ImplementsLoadBalancer(svc *corev1.Service, class string) bool {
+	return svc.Spec.LoadBalancerClass == nil || *svc.Spec.LoadBalancerClass == class
+}
+
 // FloatingIP says which floating IP the Service wants: want is false for none; addr is empty when
 // Neutron may choose (type LoadBalancer without loadBalancerIP). ignored lists externalIPs that cannot
-// become floating IPs, with the reason.
-func FloatingIP(svc *corev1.Service, external netip.Prefix) (addr string, want bool, ignored []string) {
+// become floating IPs, with the reason. A Service whose load balancer is another class's (see
+// ImplementsLoadBalancer; class is Raven's) wants one for its externalIPs only.
+func FloatingIP(svc *corev1.Service, external netip.Prefix, class string) (addr string, want bool, ignored []string) {
 	for _, raw := range svc.Spec.ExternalIPs {
 		ip, err := netip.ParseAddr(raw)
 		switch {
@@ -39,7 +49,7 @@ func FloatingIP(svc *corev1.Service, external netip.Prefix) (addr string, want b
 			addr, want = ip.String(), true
 		}
 	}
-	if want || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+	if want || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !ImplementsLoadBalancer(svc, class) {
 		return addr, want, ignored
 	}
 	if raw := svc.Spec.LoadBalancerIP; raw != "" {

@@ -30,10 +30,16 @@ func TestFloatingIP(t *testing.T) {
 		{"type LoadBalancer without loadBalancerIP: Neutron chooses", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}, "", true, 0},
 		{"type LoadBalancer with loadBalancerIP inside", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerIP: "172.24.4.9"}, "172.24.4.9", true, 0},
 		{"type LoadBalancer with loadBalancerIP outside: warn and let Neutron choose", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerIP: "8.8.8.8"}, "", true, 1},
+		{"type LoadBalancer of Raven's class: Neutron chooses", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr("raven.io/octavia")}, "", true, 0},
+		{"type LoadBalancer of another class: none", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr("metallb.io/metallb")}, "", false, 0},
+		{"type LoadBalancer of another class with loadBalancerIP: none, the address is its class's", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+			LoadBalancerClass: ptr("metallb.io/metallb"), LoadBalancerIP: "172.24.4.9"}, "", false, 0},
+		{"type LoadBalancer of another class with an externalIP: the externalIP, as for any Service", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+			LoadBalancerClass: ptr("metallb.io/metallb"), ExternalIPs: []string{"172.24.4.4"}}, "172.24.4.4", true, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			addr, want, warnings := FloatingIP(&corev1.Service{Spec: tc.spec}, ext)
+			addr, want, warnings := FloatingIP(&corev1.Service{Spec: tc.spec}, ext, "raven.io/octavia")
 			if addr != tc.addr || want != tc.want || len(warnings) != tc.warnings {
 				t.Fatalf("FloatingIP = %q, %v, %v; want %q, %v, %d warnings", addr, want, warnings, tc.addr, tc.want, tc.warnings)
 			}
@@ -71,7 +77,7 @@ func FuzzFloatingIP(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b, lbip string) {
 		for _, typ := range []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeLoadBalancer} {
 			svc := &corev1.Service{Spec: corev1.ServiceSpec{Type: typ, ExternalIPs: []string{a, b}, LoadBalancerIP: lbip}}
-			addr, _, _ := FloatingIP(svc, ext)
+			addr, _, _ := FloatingIP(svc, ext, "raven.io/octavia")
 			if addr != "" && !ext.Contains(netip.MustParseAddr(addr)) {
 				t.Fatalf("chose %s outside %s", addr, ext)
 			}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,8 @@ func newWorld(t *testing.T, objs ...client.Object) *world {
 	gate := controller.NewGate()
 	gate.Open()
 	rec := events.NewFakeRecorder(100)
-	return &world{r: &Reconciler{Client: c, Neutron: m, LB: o, Provider: provider(t, "amphora"), Gate: gate, Recorder: rec, Backends: &octavia.Backends{}},
+	return &world{r: &Reconciler{Client: c, Neutron: m, LB: o, Provider: provider(t, "amphora"), Gate: gate, Recorder: rec, Backends: &octavia.Backends{},
+		Class: config.DefaultLoadBalancerClass},
 		n: n, o: o, m: m, c: c, rec: rec,
 		podSubnet: nn.Subnet.ID}
 }
@@ -608,6 +610,57 @@ func TestServiceFloatingIP(t *testing.T) {
 			t.Fatalf("floating IPs left: %d", len(w.n.FIPs))
 		}
 	})
+}
+
+func TestServiceLoadBalancerClass(t *testing.T) {
+	theirs := []corev1.LoadBalancerIngress{{IP: "203.0.113.9"}} // written by the class's own controller
+	cases := []struct {
+		name        string
+		class       *string
+		wantFIP     string // "" for none, "any" for an address Neutron picks
+		wantIngress func(fips []*openstack.FloatingIP) []corev1.LoadBalancerIngress
+	}{
+		{name: "a Service of Raven's class gets a floating IP, announced in the status", class: ptr(config.DefaultLoadBalancerClass), wantFIP: "any",
+			wantIngress: func(fips []*openstack.FloatingIP) []corev1.LoadBalancerIngress {
+				return []corev1.LoadBalancerIngress{{IP: fips[0].FloatingIP}}
+			}},
+		{name: "a Service of another class keeps its clusterIP, but gets no floating IP and its status stays its controller's", class: ptr("metallb.io/metallb"),
+			wantIngress: func([]*openstack.FloatingIP) []corev1.LoadBalancerIngress { return theirs }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, service(func(s *corev1.Service) {
+				s.Spec.Type, s.Spec.LoadBalancerClass = corev1.ServiceTypeLoadBalancer, tc.class
+				s.Status.LoadBalancer.Ingress = theirs
+			}, http), endpoints([]svcPort{http}, []string{"10.244.0.5"}))
+			w.mustConverge(t)
+			if got, want := w.served(t), map[string][]string{"TCP:80": w.at(w.podSubnet, "10.244.0.5")(8080)}; !equalServed(got, want) {
+				t.Fatalf("served %v, want %v: the clusterIP is Raven's whatever the class", got, want)
+			}
+			fips := checkFloatingIPs(t, w, tc.wantFIP)
+			if got, want := w.get(t).Status.LoadBalancer.Ingress, tc.wantIngress(fips); !reflect.DeepEqual(got, want) {
+				t.Fatalf("status ingress %+v, want %+v", got, want)
+			}
+			if ws := w.warnings(); len(ws) != 0 {
+				t.Fatalf("Warnings %q", ws)
+			}
+		})
+	}
+}
+
+// The floating IP Raven made for a Service is what the NetworkPolicy controller admits egress to, besides the
+// clusterIP: the Service controller records it as made, and forgets it as released.
+func TestTheFloatingIPsRavenMadeAreRecorded(t *testing.T) {
+	w := newWorld(t, service(func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"172.24.4.50", "192.0.2.7"} }, http), endpoints([]svcPort{http}, nil))
+	w.mustConverge(t)
+	if got := w.r.Backends.FloatingIPs("svc-uid"); !slices.Equal(got, []string{"172.24.4.50"}) {
+		t.Fatalf("recorded floating IPs %v, want the one Raven made, 172.24.4.50 (192.0.2.7 is outside the external subnet)", got)
+	}
+	update(t, w, service(nil, http))
+	w.mustConverge(t)
+	if got := w.r.Backends.FloatingIPs("svc-uid"); len(got) != 0 {
+		t.Fatalf("recorded floating IPs %v after the floating IP was released, want none", got)
+	}
 }
 
 // checkFloatingIPs: Neutron holds no floating IP when want is "", else one on the VIP port, with address want

@@ -57,6 +57,9 @@ type Reconciler struct {
 	LB      openstack.LoadBalancing
 	// Provider is the Octavia provider every load balancer is asked for, with what it accepts.
 	Provider octavia.Provider
+	// Class is the spec.loadBalancerClass Raven implements (config.Octavia.LoadBalancerClass); a Service of
+	// another class gets no floating IP for its type and no status from Raven (see ImplementsLoadBalancer).
+	Class string
 	// settlingSince holds, by Service UID and pool, when the wait for the provider to finish a member change began.
 	settleMu      sync.Mutex
 	settlingSince map[string]map[string]octavia.Settle
@@ -65,7 +68,8 @@ type Reconciler struct {
 	// waitBegan holds, by Service UID, when Raven began waiting for the provider to finish its last member change.
 	waitBegan map[string]time.Time
 	// Backends, when set, is told the members of each load balancer as read, so that a pod's port outlives its
-	// membership (see octavia.Backends).
+	// membership, and the floating IPs Raven made for it, which the NetworkPolicy controller admits egress to (see
+	// octavia.Backends).
 	Backends *octavia.Backends
 	// Deletes, when set, keeps a load balancer or health monitor delete from being sent again while the provider
 	// has it queued.
@@ -223,6 +227,7 @@ func (r *Reconciler) build(ctx context.Context, svc *corev1.Service, vip opensta
 			"delete the health monitor and Raven makes a new one", r.Provider.Name, strings.Join(failed, ", ")))
 	}
 	fip, err := r.ensureFloatingIP(ctx, svc, vip, look)
+	r.Backends.ObserveFloatingIPs(string(svc.UID), addressOf(fip))
 	if err != nil {
 		r.warn(svc, "FloatingIP", "setting up the floating IP", err)
 		return reconcile.Result{}, err
@@ -508,7 +513,7 @@ func (r *Reconciler) apply(ctx context.Context, svc *corev1.Service, lb *opensta
 // associated with the VIP port, moved or released when that changes. A Service that wants none, and had none
 // at the first look, has nothing to do.
 func (r *Reconciler) ensureFloatingIP(ctx context.Context, svc *corev1.Service, vip openstack.Port, look seen) (*openstack.FloatingIP, error) {
-	addr, want, ignored := FloatingIP(svc, r.Neutron.C.ExternalSubnet)
+	addr, want, ignored := FloatingIP(svc, r.Neutron.C.ExternalSubnet, r.Class)
 	for _, why := range ignored {
 		r.warn(svc, "ExternalIPIgnored", "choosing the floating IP", errors.New(why))
 	}
@@ -529,6 +534,15 @@ func (r *Reconciler) ensureFloatingIP(ctx context.Context, svc *corev1.Service, 
 		r.event(svc, "FloatingIPCreated", "Create", "floating IP %s on VIP %s", fip.FloatingIP, svc.Spec.ClusterIP)
 	}
 	return fip, nil
+}
+
+// addressOf is the address of fip, none for no floating IP (or one not known after a failure: the NetworkPolicy
+// controller then admits none until it is).
+func addressOf(fip *openstack.FloatingIP) []string {
+	if fip == nil {
+		return nil
+	}
+	return []string{fip.FloatingIP}
 }
 
 // holdSent shows the pools whose sent member change Octavia does not show yet as still being changed (see

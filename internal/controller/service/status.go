@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/raven-net/raven/internal/octavia"
@@ -25,7 +26,13 @@ func (r *Reconciler) announce(ctx context.Context, svc *corev1.Service, vip open
 	return r.patchAnnotations(ctx, svc, a)
 }
 
+// patchStatus announces the floating IP of a type LoadBalancer Service in its status. The status of a Service of
+// another loadBalancerClass is that class's controller's to write: Raven leaves it as it is.
 func (r *Reconciler) patchStatus(ctx context.Context, svc *corev1.Service, fip *openstack.FloatingIP) error {
+	if !ImplementsLoadBalancer(svc, r.Class) {
+		klog.FromContext(ctx).V(3).Info("Leaving the load balancer status to the Service's class", "loadBalancerClass", *svc.Spec.LoadBalancerClass)
+		return nil
+	}
 	var ingress []corev1.LoadBalancerIngress
 	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && fip != nil {
 		ingress = []corev1.LoadBalancerIngress{{IP: fip.FloatingIP}}
