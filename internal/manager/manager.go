@@ -44,6 +44,7 @@ import (
 // Run connects to both APIs and runs Raven until ctx ends.
 func Run(ctx context.Context, o config.Options) error {
 	log := klog.FromContext(ctx)
+	configured := o.ClusterID
 	restCfg, _, err := connect(ctx, &o)
 	if err != nil {
 		return err
@@ -51,6 +52,9 @@ func Run(ctx context.Context, o config.Options) error {
 	m := metrics.New(nil)
 	clients, err := openstack.NewClients(ctx, o.OpenStack.CloudsFile, o.OpenStack.Cloud, m)
 	if err != nil {
+		return err
+	}
+	if err := refuseEarlierDefault(ctx, clients.Networking, configured, o.ClusterID); err != nil {
 		return err
 	}
 	mgr, err := newManager(restCfg, o, log)
@@ -131,8 +135,9 @@ func neutronManager(o config.Options, clients *openstack.Clients) *neutron.Manag
 				Help: "Pool refills cut short or refused because the free ports of all pools reached pools.budget."},
 				func() float64 { return float64(nm.P.Starved()) }))
 	}
-	// Always: a Raven whose nested configuration was removed must still take its pods' subports off their
-	// trunks to delete them. Without a worker subnet it attaches nothing.
+	// Always: a Raven whose nested node selector was removed must still take its pods' subports off their
+	// trunks to delete them. Without a worker subnet it attaches nothing, and finds only the trunks it
+	// attached to since it started.
 	nm.T = &neutron.Trunks{N: clients.Networking, WorkerSubnetID: o.Nested.WorkerSubnetID}
 	return nm
 }

@@ -20,6 +20,7 @@ import (
 // with the cluster's tag. It refuses while a Raven holds the cluster's Lease.
 func Uninstall(ctx context.Context, o config.Options, dryRun bool, timeout time.Duration) error {
 	log := klog.FromContext(ctx)
+	configured := o.ClusterID
 	_, kube, err := connect(ctx, &o)
 	if err != nil {
 		return err
@@ -35,6 +36,9 @@ func Uninstall(ctx context.Context, o config.Options, dryRun bool, timeout time.
 	if err != nil {
 		return err
 	}
+	if err := refuseEarlierDefault(ctx, clients.Networking, configured, o.ClusterID); err != nil {
+		return err
+	}
 	log = log.WithValues("cluster", o.ClusterID, "dryRun", dryRun)
 	log.Info("Uninstalling Raven's objects")
 	fin, err := uninstall.Finalizers(ctx, kube, dryRun)
@@ -43,7 +47,8 @@ func Uninstall(ctx context.Context, o config.Options, dryRun bool, timeout time.
 		return err
 	}
 	r, err := uninstall.OpenStack(ctx, clients.Networking, clients.LoadBalancing, uninstall.Options{
-		Cluster: o.ClusterID, Provider: prov, RouterID: o.Neutron.RouterID, DryRun: dryRun, Timeout: timeout, Poll: 2 * time.Second,
+		Cluster: o.ClusterID, Provider: prov, RouterID: o.Neutron.RouterID, WorkerSubnetID: o.Nested.WorkerSubnetID,
+		DryRun: dryRun, Timeout: timeout, Poll: 2 * time.Second,
 	})
 	log.Info("OpenStack", "objects", r.String())
 	return err

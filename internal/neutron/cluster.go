@@ -107,7 +107,7 @@ func (c *Cluster) ensureSubnetPool(ctx context.Context, n openstack.Networking, 
 
 // readPoolPrefixes sets c.PodPrefixes from the configured subnet pool c.SubnetPoolID.
 func (c *Cluster) readPoolPrefixes(ctx context.Context, n openstack.Networking) error {
-	pools, err := n.ListSubnetPools(ctx, openstack.Filter{})
+	pools, err := n.ListSubnetPools(ctx, openstack.Filter{ID: c.SubnetPoolID})
 	if err != nil {
 		return err
 	}

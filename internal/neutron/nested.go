@@ -265,12 +265,27 @@ func (vt *vmTrunk) where(portIDs []string) []Subport {
 }
 
 // Detach takes the port off the trunk that carries it, if one does: Neutron refuses to delete a subport.
-// The trunks Raven knows are looked at first, then every trunk Neutron lists.
+// The trunks Raven knows are looked at first, then those of the node VMs' ports on the worker subnet (never
+// every trunk of the cloud: with an admin's credentials, that is every project's).
 func (t *Trunks) Detach(ctx context.Context, portID string) error {
 	if vt := t.carrier(portID); vt != nil {
 		return vt.group(&vt.nextDetach, []string{portID}, func(ports []string) error { return t.removeLocked(ctx, vt, ports) })
 	}
-	trunks, err := t.N.ListTrunks(ctx, "")
+	if t.WorkerSubnetID == "" {
+		return fmt.Errorf("port %s: no trunk Raven knows carries it, and without nested.workerSubnetID the node VMs' trunks, which may, cannot be looked at", portID)
+	}
+	vms, err := t.N.PortsWithAddress(ctx, t.WorkerSubnetID, "")
+	if err != nil {
+		return err
+	}
+	if len(vms) == 0 {
+		return nil
+	}
+	parents := make([]string, len(vms))
+	for i, p := range vms {
+		parents[i] = p.ID
+	}
+	trunks, err := t.N.ListTrunks(ctx, parents...)
 	if err != nil {
 		return err
 	}

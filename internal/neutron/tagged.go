@@ -160,10 +160,22 @@ func hasAll(have, want []string) bool {
 
 // AdoptMarked tags the cluster's ports that carry Raven's marker in their description but not its tags (a
 // create whose tags Neutron lost, while Raven did not see the answer), so that the next listing shows them
-// to the index, the repairs and the sweep. It returns how many it tagged.
+// to the index, the repairs and the sweep. It returns how many it tagged. Only the cluster's networks (those
+// with its tag) are looked at: Raven makes its ports on them alone.
 func (m *Manager) AdoptMarked(ctx context.Context) (int, error) {
 	cluster := ownership.ClusterSelector(m.C.ID)
-	ports, err := m.N.ListPorts(ctx, openstack.Filter{DeviceOwner: DeviceOwner, NotTagsAny: cluster})
+	nets, err := m.N.ListNetworks(ctx, openstack.Filter{Tags: cluster})
+	if err != nil {
+		return 0, err
+	}
+	ids := make([]string, len(nets))
+	for i, x := range nets {
+		ids[i] = x.ID
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	ports, err := m.N.ListPorts(ctx, openstack.Filter{DeviceOwner: DeviceOwner, NotTagsAny: cluster, NetworkIDs: ids})
 	if err != nil {
 		return 0, err
 	}

@@ -75,10 +75,12 @@ type Networking interface {
 
 	// Nested nodes (Nova VMs as Kubernetes nodes): a pod's port is a VLAN subport of the VM port's trunk.
 
-	// PortsWithAddress lists the ports that hold ip on the subnet (a node VM's port, by the node's address).
+	// PortsWithAddress lists the ports that hold ip on the subnet (a node VM's port, by the node's address),
+	// or every port on the subnet when ip is empty.
 	PortsWithAddress(ctx context.Context, subnetID, ip string) ([]Port, error)
-	// ListTrunks lists the trunks whose parent is the port (none or one).
-	ListTrunks(ctx context.Context, parentPortID string) ([]Trunk, error)
+	// ListTrunks lists the trunks whose parent is one of the ports (none or one each). It refuses (ErrUnscoped)
+	// to list without a port, or with an empty one: that would be every trunk of the cloud.
+	ListTrunks(ctx context.Context, parentPortIDs ...string) ([]Trunk, error)
 	GetTrunk(ctx context.Context, id string) (*Trunk, error)
 	// AddSubports adds ports to a trunk; Neutron refuses (409) a segmentation ID the trunk already carries
 	// and a port that is a subport already.

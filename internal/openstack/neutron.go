@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -161,7 +162,7 @@ func (n *neutron) DeleteSubnet(ctx context.Context, id string) error {
 
 func (n *neutron) ListSubnetPools(ctx context.Context, f Filter) ([]SubnetPool, error) {
 	return allPages[SubnetPool](ctx, "neutron subnetpool list",
-		subnetpools.List(n.c, subnetpools.ListOpts{Limit: PageSize, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("subnetpools"))
+		subnetpools.List(n.c, subnetpools.ListOpts{Limit: PageSize, ID: f.ID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("subnetpools"))
 }
 
 func (n *neutron) CreateSubnetPool(ctx context.Context, s SubnetPoolSpec) (*SubnetPool, error) {
@@ -248,8 +249,22 @@ func (n *neutron) EachPortPage(ctx context.Context, f Filter, fn func([]Port)) e
 		return wrap("neutron port list", err)
 	}
 	q += "&" + url.Values{"fields": PortListFields}.Encode()
-	return pagesOnce(ctx, "neutron port list", n.c, n.c.ServiceURL("ports")+q, "ports", fn)
+	if f.NetworkIDs == nil {
+		return pagesOnce(ctx, "neutron port list", n.c, n.c.ServiceURL("ports")+q, "ports", fn)
+	}
+	// Neutron keeps the ports on any of a repeated filter's values; a few at a time keep the URL short.
+	for ids := range slices.Chunk(f.NetworkIDs, IDsPerQuery) {
+		nq := q + "&" + url.Values{"network_id": ids}.Encode()
+		if err := pagesOnce(ctx, "neutron port list", n.c, n.c.ServiceURL("ports")+nq, "ports", fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// IDsPerQuery is how many values of one filter a list request carries (network_id, port_id): 100 UUIDs keep
+// its URL under 5 kB, within what every web server in front of Neutron takes.
+const IDsPerQuery = 100
 
 // listOnce reads every page of a list as pagesOnce does, into one slice: the namespace networks and their
 // subnets, one of each per namespace, are listed at every resync.

@@ -2,6 +2,9 @@ package openstack
 
 import (
 	"context"
+	"errors"
+	"net/url"
+	"slices"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/trunks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -31,14 +34,39 @@ const SegmentationVLAN = "vlan"
 const SubportOwner = "trunk:subport"
 
 func (n *neutron) PortsWithAddress(ctx context.Context, subnetID, ip string) ([]Port, error) {
+	if subnetID == "" {
+		return nil, wrap("neutron port list", ErrUnscoped)
+	}
 	return allPages[Port](ctx, "neutron port list",
 		ports.List(n.c, ports.ListOpts{Limit: PortPageSize, FixedIPs: []ports.FixedIPOpts{{SubnetID: subnetID, IPAddress: ip}}}),
 		ports.ExtractPortsInto)
 }
 
-func (n *neutron) ListTrunks(ctx context.Context, parentPortID string) ([]Trunk, error) {
-	return allPages[Trunk](ctx, "neutron trunk list", trunks.List(n.c, trunks.ListOpts{PortID: parentPortID}),
-		func(p pagination.Page, v any) error { return p.(trunks.TrunkPage).ExtractIntoSlicePtr(v, "trunks") })
+// ErrUnscoped refuses a listing that names none of the objects it is about: it would read every such object
+// of the cloud that Raven's credentials can see.
+var ErrUnscoped = errors.New("a listing that names no object to list by would read the whole cloud")
+
+func (n *neutron) ListTrunks(ctx context.Context, parentPortIDs ...string) ([]Trunk, error) {
+	if len(parentPortIDs) == 0 || slices.Contains(parentPortIDs, "") {
+		return nil, wrap("neutron trunk list", ErrUnscoped)
+	}
+	var out []Trunk
+	for ids := range slices.Chunk(parentPortIDs, IDsPerQuery) {
+		got, err := allPages[Trunk](ctx, "neutron trunk list", trunks.List(n.c, trunksOf(ids)),
+			func(p pagination.Page, v any) error { return p.(trunks.TrunkPage).ExtractIntoSlicePtr(v, "trunks") })
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+// trunksOf is a trunk list's query for the trunks of any of the parent ports (port_id repeated).
+type trunksOf []string
+
+func (t trunksOf) ToTrunkListQuery() (string, error) {
+	return "?" + url.Values{"port_id": t}.Encode(), nil
 }
 
 func (n *neutron) GetTrunk(ctx context.Context, id string) (*Trunk, error) {

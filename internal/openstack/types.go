@@ -73,7 +73,12 @@ type PortUpdate struct {
 
 // Filter selects objects by network, device, name, description and tags. Tags must all match.
 type Filter struct {
-	NetworkID   string
+	NetworkID string
+	// NetworkIDs, when not nil, keeps the ports on one of these networks (ports only): an empty, non-nil
+	// list selects none, without a request.
+	NetworkIDs []string
+	// ID keeps the object of that ID (subnet pools only).
+	ID          string
 	DeviceID    string
 	DeviceOwner string // ports only
 	Name        string

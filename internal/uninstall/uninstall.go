@@ -30,6 +30,9 @@ type Options struct {
 	// RouterID is a router the configuration names (neutron.routerID): not the cluster's, but the cluster's
 	// subnets are taken off it as off the cluster's own routers.
 	RouterID string
+	// WorkerSubnetID is the subnet of the nested node VMs' ports (nested.workerSubnetID): their trunks are
+	// where a nested pod's port is taken off before it is deleted.
+	WorkerSubnetID string
 	// DryRun lists what would go and removes nothing.
 	DryRun bool
 	// Timeout bounds the whole removal; Poll is how often a step not yet done is looked at again.
@@ -84,7 +87,7 @@ func OpenStack(ctx context.Context, n openstack.Networking, lb openstack.LoadBal
 		{"ports", func() ([]object, error) {
 			ports, err := n.ListPorts(ctx, openstack.Filter{Tags: sel})
 			return objects(ports, func(p openstack.Port) object {
-				return object{p.ID, p.Tags, func() error { return deletePort(ctx, n, p) }}
+				return object{p.ID, p.Tags, func() error { return deletePort(ctx, n, o.WorkerSubnetID, p) }}
 			}), err
 		}},
 		{"securitygroups", func() ([]object, error) {
@@ -189,10 +192,10 @@ func (s step) run(ctx context.Context, o Options, r Report) error {
 }
 
 // deletePort deletes a port, taking it off the trunk that carries it first (a nested node's pod's port):
-// Neutron refuses to delete a subport.
-func deletePort(ctx context.Context, n openstack.Networking, p openstack.Port) error {
+// Neutron refuses to delete a subport. The trunk is one of the node VMs' ports on the worker subnet.
+func deletePort(ctx context.Context, n openstack.Networking, workerSubnetID string, p openstack.Port) error {
 	if p.DeviceOwner == openstack.SubportOwner {
-		if err := (&neutron.Trunks{N: n}).Detach(ctx, p.ID); err != nil {
+		if err := (&neutron.Trunks{N: n, WorkerSubnetID: workerSubnetID}).Detach(ctx, p.ID); err != nil {
 			return fmt.Errorf("taking the port off its trunk: %w", err)
 		}
 	}

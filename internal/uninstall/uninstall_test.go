@@ -42,7 +42,7 @@ func cluster(t *testing.T, n *fake.Neutron, o *fake.Octavia, id string, cidr str
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.Ports["vm-"+id] = &openstack.Port{ID: "vm-" + id}
+	n.Ports["vm-"+id] = &openstack.Port{ID: "vm-" + id, FixedIPs: []openstack.FixedIP{{SubnetID: "workers-" + id, IPAddress: "192.168.0.11"}}}
 	trunk := n.AddTrunk("vm-" + id)
 	if err := n.AddSubports(ctx, trunk.ID, []openstack.Subport{{PortID: nested.ID, SegmentationType: "vlan", SegmentationID: 1}}); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func count(t *testing.T, n *fake.Neutron, o *fake.Octavia, id string) int {
 
 func options(id string) Options {
 	prov, _ := octavia.ProviderNamed("ovn")
-	return Options{Cluster: id, Provider: prov, Timeout: 2 * time.Second, Poll: time.Millisecond}
+	return Options{Cluster: id, Provider: prov, WorkerSubnetID: "workers-" + id, Timeout: 2 * time.Second, Poll: time.Millisecond}
 }
 
 // Every object of the cluster goes, those of another cluster stay; a dry run finds the same and removes
@@ -119,9 +119,16 @@ func TestUninstallRemovesTheClustersObjectsOnly(t *testing.T) {
 		t.Fatalf("a dry run left %d of the cluster's %d objects", got, before)
 	}
 
+	n.ForgetListings()
+	o.ForgetListings()
 	removed, err := OpenStack(context.Background(), n, o, options("c1"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Every listing names the cluster's tag or what it is of (the node VMs' trunks by their ports on the
+	// worker subnet): none reads every object of a kind in the cloud.
+	for _, l := range append(n.Unscoped("c1"), o.Unscoped("c1")...) {
+		t.Errorf("%s by %+v %v %v is not scoped to the cluster", l.Method, l.Filter, l.Tags, l.IDs)
 	}
 	if got := count(t, n, o, "c1"); got != 0 {
 		t.Fatalf("%d of the cluster's objects are left (removed: %v)", got, removed)

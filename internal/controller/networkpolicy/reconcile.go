@@ -543,15 +543,20 @@ func parallel[T any](items []T, f func(T)) {
 // healthSources are the addresses of the network:distributed ports of the cluster's pod networks, where
 // the OVN provider's health checks come from.
 func (r *Reconciler) healthSources(ctx context.Context) ([]string, error) {
-	ports, err := r.Neutron.N.ListPorts(ctx, openstack.Filter{DeviceOwner: "network:distributed"})
+	nets := r.Neutron.X.Networks()
+	if len(nets) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(nets))
+	for i, nn := range nets {
+		ids[i] = nn.Network.ID
+	}
+	ports, err := r.Neutron.N.ListPorts(ctx, openstack.Filter{DeviceOwner: "network:distributed", NetworkIDs: ids})
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, p := range ports {
-		if r.Neutron.X.NetworkByID(p.NetworkID) == nil {
-			continue
-		}
 		for _, ip := range p.FixedIPs {
 			if a, err := netip.ParseAddr(ip.IPAddress); err == nil && a.Is4() {
 				out = append(out, ip.IPAddress)

@@ -51,6 +51,8 @@ type Neutron struct {
 	nextPoolPrefix map[string]int
 	// ix is nil until Index.
 	ix *index
+	// lists records every listing (Unscoped reads it).
+	lists listings
 }
 
 // Fault is an injected failure.
@@ -144,8 +146,8 @@ func notFound(what string) error {
 
 // obj is what a filter can look at.
 type obj struct {
-	tags                                []string
-	network, device, owner, name, descr string
+	tags                                    []string
+	id, network, device, owner, name, descr string
 }
 
 func match(f openstack.Filter, o obj) bool {
@@ -160,6 +162,9 @@ func match(f openstack.Filter, o obj) bool {
 		}
 	}
 	if f.DeviceOwner != "" && f.DeviceOwner != o.owner {
+		return false
+	}
+	if f.NetworkIDs != nil && !slices.Contains(f.NetworkIDs, o.network) || f.ID != "" && f.ID != o.id {
 		return false
 	}
 	return (f.NetworkID == "" || f.NetworkID == o.network) && (f.DeviceID == "" || f.DeviceID == o.device) &&
@@ -177,6 +182,7 @@ func (n *Neutron) Capabilities(context.Context) (openstack.Capabilities, error) 
 func (n *Neutron) ListNetworks(_ context.Context, f openstack.Filter) ([]openstack.Network, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.listed("ListNetworks", f)
 	if err := n.enter("ListNetworks", false); err != nil {
 		return nil, err
 	}
@@ -245,6 +251,7 @@ func (n *Neutron) DeleteNetwork(_ context.Context, id string) error {
 func (n *Neutron) ListSubnets(_ context.Context, f openstack.Filter) ([]openstack.Subnet, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.listed("ListSubnets", f)
 	if err := n.enter("ListSubnets", false); err != nil {
 		return nil, err
 	}
@@ -340,12 +347,13 @@ func (n *Neutron) DeleteSubnet(_ context.Context, id string) error {
 func (n *Neutron) ListSubnetPools(_ context.Context, f openstack.Filter) ([]openstack.SubnetPool, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.listed("ListSubnetPools", f)
 	if err := n.enter("ListSubnetPools", false); err != nil {
 		return nil, err
 	}
 	var out []openstack.SubnetPool
 	for _, x := range n.Pools {
-		if match(f, obj{tags: x.Tags, name: x.Name, descr: x.Description}) {
+		if match(f, obj{tags: x.Tags, id: x.ID, name: x.Name, descr: x.Description}) {
 			out = append(out, *x)
 		}
 	}
@@ -389,6 +397,7 @@ func (n *Neutron) DeleteSubnetPool(_ context.Context, id string) error {
 func (n *Neutron) ListRouters(_ context.Context, f openstack.Filter) ([]openstack.Router, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.listed("ListRouters", f)
 	if err := n.enter("ListRouters", false); err != nil {
 		return nil, err
 	}
@@ -463,6 +472,7 @@ func (n *Neutron) RemoveRouterInterface(_ context.Context, routerID, subnetID st
 func (n *Neutron) ListPorts(_ context.Context, f openstack.Filter) ([]openstack.Port, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.listed("ListPorts", f)
 	if err := n.enter("ListPorts", false); err != nil {
 		return nil, err
 	}
@@ -674,6 +684,7 @@ func (n *Neutron) DeletePort(_ context.Context, id string) error {
 func (n *Neutron) ListFloatingIPs(_ context.Context, f openstack.Filter) ([]openstack.FloatingIP, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.listed("ListFloatingIPs", f)
 	if err := n.enter("ListFloatingIPs", false); err != nil {
 		return nil, err
 	}
@@ -809,6 +820,7 @@ func (n *Neutron) tagsOf(r openstack.Resource, id string) *[]string {
 func (n *Neutron) ListSecurityGroups(_ context.Context, f openstack.Filter) ([]openstack.SecurityGroup, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.listed("ListSecurityGroups", f)
 	if err := n.enter("ListSecurityGroups", false); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,8 @@ type Octavia struct {
 	mu  sync.Mutex
 	seq int
 	lbs map[string]*lbState
+	// lists records every listing (Unscoped reads it).
+	lists listings
 	// Calls counts calls by method name (read it with Called while Raven runs); writes counts the ones that
 	// change something (Wrote reads it).
 	Calls  map[string]int
@@ -257,6 +259,7 @@ func HasTags(have, want []string) bool {
 
 // ListLoadBalancers implements openstack.LoadBalancing: load balancers carrying all the tags.
 func (o *Octavia) ListLoadBalancers(_ context.Context, tags []string) ([]openstack.LoadBalancer, error) {
+	o.listed("ListLoadBalancers", tags)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err := o.enter("ListLoadBalancers", false); err != nil {
@@ -406,12 +409,14 @@ func (o *Octavia) DeleteLoadBalancer(_ context.Context, id string) error {
 
 // ListListeners implements openstack.LoadBalancing.
 func (o *Octavia) ListListeners(_ context.Context, lbID string) ([]openstack.Listener, error) {
+	o.listed("ListListeners", nil, lbID)
 	return o.listListeners(lbID, nil)
 }
 
 // ListTaggedListeners implements openstack.LoadBalancing: the listeners of every load balancer carrying all
 // the tags (counted as ListListeners).
 func (o *Octavia) ListTaggedListeners(_ context.Context, tags []string) ([]openstack.Listener, error) {
+	o.listed("ListTaggedListeners", tags)
 	return o.listListeners("", tags)
 }
 
@@ -493,12 +498,14 @@ func (o *Octavia) DeleteListener(_ context.Context, id string) error {
 
 // ListPools implements openstack.LoadBalancing.
 func (o *Octavia) ListPools(_ context.Context, lbID string) ([]openstack.Pool, error) {
+	o.listed("ListPools", nil, lbID)
 	return o.listPools(lbID, nil)
 }
 
 // ListTaggedPools implements openstack.LoadBalancing: the pools of every load balancer carrying all the tags
 // (counted as ListPools).
 func (o *Octavia) ListTaggedPools(_ context.Context, tags []string) ([]openstack.Pool, error) {
+	o.listed("ListTaggedPools", tags)
 	return o.listPools("", tags)
 }
 
@@ -591,6 +598,7 @@ func (o *Octavia) DeletePool(_ context.Context, id string) error {
 
 // ListMembers implements openstack.LoadBalancing.
 func (o *Octavia) ListMembers(_ context.Context, poolID string) ([]openstack.Member, error) {
+	o.listed("ListMembers", nil, poolID)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s, _, err := o.enterPool("ListMembers", poolID, false)

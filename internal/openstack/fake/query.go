@@ -15,8 +15,8 @@ type Query struct {
 	// IPAddresses and SubnetIDs select ports by address (fixed_ips=ip_address=…, fixed_ips=subnet_id=…): one
 	// address of the port must be one of IPAddresses (when given) on one of SubnetIDs (when given).
 	IPAddresses, SubnetIDs []string
-	// PortID selects trunks by their parent port.
-	PortID string
+	// PortIDs select trunks by their parent port (any of them).
+	PortIDs []string
 	// Marker is the ID the page starts after (the first page: ""); Limit is the most objects it holds (0: all).
 	Marker string
 	Limit  int
@@ -120,7 +120,7 @@ func (n *Neutron) SubnetPoolsPage(q Query) (Page[openstack.SubnetPool], error) {
 		return Page[openstack.SubnetPool]{}, err
 	}
 	return pageOf(n.Pools, n.ix.tagged(openstack.ResourceSubnetPools, q.Tags), q, func(x *openstack.SubnetPool) bool {
-		return matchQuery(q, obj{tags: x.Tags, name: x.Name, descr: x.Description})
+		return matchQuery(q, obj{tags: x.Tags, id: x.ID, name: x.Name, descr: x.Description})
 	}, shallow), nil
 }
 
@@ -166,14 +166,14 @@ func copyGroup(x *openstack.SecurityGroup) openstack.SecurityGroup {
 	return c
 }
 
-// TrunksPage lists a page of trunks, of one parent port when q.PortID is set.
+// TrunksPage lists a page of trunks, of the parent ports q.PortIDs when set.
 func (n *Neutron) TrunksPage(q Query) (Page[openstack.Trunk], error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.enter("ListTrunks", false); err != nil {
 		return Page[openstack.Trunk]{}, err
 	}
-	return pageOf(n.Trunks, nil, q, func(x *openstack.Trunk) bool { return q.PortID == "" || x.PortID == q.PortID }, copyTrunk), nil
+	return pageOf(n.Trunks, nil, q, func(x *openstack.Trunk) bool { return q.PortIDs == nil || slices.Contains(q.PortIDs, x.PortID) }, copyTrunk), nil
 }
 
 func copyTrunk(x *openstack.Trunk) openstack.Trunk {

@@ -54,27 +54,33 @@ func (n *Neutron) PortsWithAddress(_ context.Context, subnetID, ip string) ([]op
 	if err := n.enter("PortsWithAddress", false); err != nil {
 		return nil, err
 	}
+	n.listed("PortsWithAddress", openstack.Filter{}, subnetID)
+	if subnetID == "" {
+		return nil, openstack.ErrUnscoped
+	}
 	var out []openstack.Port
 	for _, p := range n.Ports {
-		for _, f := range p.FixedIPs {
-			if f.SubnetID == subnetID && f.IPAddress == ip {
-				out = append(out, *p)
-			}
+		if slices.ContainsFunc(p.FixedIPs, func(f openstack.FixedIP) bool { return f.SubnetID == subnetID && (ip == "" || f.IPAddress == ip) }) {
+			out = append(out, *p)
 		}
 	}
 	return out, nil
 }
 
-// ListTrunks implements openstack.Networking.
-func (n *Neutron) ListTrunks(_ context.Context, parentPortID string) ([]openstack.Trunk, error) {
+// ListTrunks implements openstack.Networking; like it, it refuses to list without a parent port.
+func (n *Neutron) ListTrunks(_ context.Context, parentPortIDs ...string) ([]openstack.Trunk, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.enter("ListTrunks", false); err != nil {
 		return nil, err
 	}
+	n.listed("ListTrunks", openstack.Filter{}, parentPortIDs...)
+	if len(parentPortIDs) == 0 || slices.Contains(parentPortIDs, "") {
+		return nil, openstack.ErrUnscoped
+	}
 	var out []openstack.Trunk
 	for _, t := range n.Trunks {
-		if parentPortID == "" || t.PortID == parentPortID {
+		if slices.Contains(parentPortIDs, t.PortID) {
 			c := *t
 			c.Subports = slices.Clone(t.Subports)
 			out = append(out, c)

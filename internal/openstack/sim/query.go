@@ -28,12 +28,13 @@ var setters = map[string]func(q *listQuery, key string, vals []string) error{
 		return nil
 	},
 	"marker":          single(func(q *listQuery) *string { return &q.Marker }),
+	"id":              single(func(q *listQuery) *string { return &q.ID }),
 	"name":            single(func(q *listQuery) *string { return &q.Name }),
 	"description":     single(func(q *listQuery) *string { return &q.Description }),
-	"network_id":      single(func(q *listQuery) *string { return &q.NetworkID }),
+	"network_id":      networkIDs,
 	"device_id":       single(func(q *listQuery) *string { return &q.DeviceID }),
 	"device_owner":    single(func(q *listQuery) *string { return &q.DeviceOwner }),
-	"port_id":         single(func(q *listQuery) *string { return &q.PortID }),
+	"port_id":         many(func(q *listQuery) *[]string { return &q.PortIDs }),
 	"loadbalancer_id": single(func(q *listQuery) *string { return &q.LoadBalancerID }),
 	"tags":            tagList(func(q *listQuery) *[]string { return &q.Tags }),
 	"tags-any":        tagList(func(q *listQuery) *[]string { return &q.TagsAny }),
@@ -84,6 +85,26 @@ func single(field func(*listQuery) *string) func(*listQuery, string, []string) e
 		*field(q) = v
 		return err
 	}
+}
+
+// many reads a filter that keeps the objects with any of its values, given as key=a&key=b.
+func many(field func(*listQuery) *[]string) func(*listQuery, string, []string) error {
+	return func(q *listQuery, key string, vals []string) error {
+		if slices.Contains(vals, "") {
+			return bad("empty value in %s", key)
+		}
+		*field(q) = append(*field(q), vals...)
+		return nil
+	}
+}
+
+// networkIDs reads network_id: one value is Filter.NetworkID (which the fake's index looks up), several
+// Filter.NetworkIDs.
+func networkIDs(q *listQuery, key string, vals []string) error {
+	if len(vals) == 1 {
+		return single(func(q *listQuery) *string { return &q.NetworkID })(q, key, vals)
+	}
+	return many(func(q *listQuery) *[]string { return &q.NetworkIDs })(q, key, vals)
 }
 
 // tagList reads a tag filter, given as tags=a,b or tags=a&tags=b.

@@ -98,7 +98,7 @@ func (s *Sim) deleteSubnet(c *call) (reply, error) {
 }
 
 func (s *Sim) listSubnetPools(c *call) (reply, error) {
-	q, err := parseQuery(c.query, append([]string{"name", "description"}, tagKeys...)...)
+	q, err := parseQuery(c.query, append([]string{"id", "name", "description"}, tagKeys...)...)
 	if err != nil {
 		return reply{}, err
 	}
