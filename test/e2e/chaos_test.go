@@ -371,7 +371,9 @@ func TestChaosAPIServerRestart(t *testing.T) {
 		time.Since(back).Seconds(), took.Seconds())
 }
 
-// A user edits or removes kuryr.org annotations, and deletes a load balancer in Octavia: Raven repairs.
+// kuryr.org annotations edited or removed, and a load balancer deleted in Octavia: Raven repairs. The shipped
+// admission policy refuses such edits from anyone but Raven (TestAdmissionOnlyRavenWritesPortAnnotations); they
+// are made here as Raven's service account, as a cluster without the policy, or a faulty Raven, would leave them.
 func TestChaosOutOfBandChanges(t *testing.T) {
 	ensureRaven(t)
 	ctx := context.Background()
@@ -380,8 +382,9 @@ func TestChaosOutOfBandChanges(t *testing.T) {
 	createPod(t, ns, "stripped")
 	good := waitAnnotated(t, ns, "edited")
 	waitAnnotated(t, ns, "stripped")
+	asRaven := impersonating(t, ravenIdentity)
 	patch := func(name, body string) {
-		if _, err := env.kube.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+		if _, err := asRaven.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/raven-net/raven/internal/config"
@@ -333,9 +334,11 @@ func startProcess(t testing.TB, o ravenOpts) *Raven {
 		"--metrics-bind-address=" + r.metrics, "--health-probe-bind-address=" + r.health,
 		"--resync-period=" + resync.String(), "--port-audit-period=" + audit.String(), "--orphan-grace-period=" + grace.String(), "-v=2",
 	}
-	if o.kubeconfig != "" {
-		args = append(args, "--kubeconfig="+o.kubeconfig)
+	kubeconfig := o.kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = env.vars["KUBECONFIG"] // the one the stack's raven.yaml names
 	}
+	args = append(args, "--kubeconfig="+ravenKubeconfig(t, kubeconfig))
 	args = append(args, o.args...)
 	r.cmd = exec.Command(env.ravenBin, args...)
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
@@ -365,6 +368,39 @@ func startProcess(t testing.TB, o ravenOpts) *Raven {
 	}
 	t.Fatalf("raven not ready after 60s; log:\n%s", tail(r.logPath, 30))
 	return nil
+}
+
+// ravenIdentity is who a Raven beside the stack, and a test's write in Raven's stead, is to the API server: Raven's
+// service account by name, which the shipped admission policy raven-pod-annotations (deploy/node/admission.yaml)
+// lets set the kuryr.org/neutron-* annotations, with the stack admin's rights (system:masters), which a Raven
+// process started with the admin kubeconfig always had.
+var ravenIdentity = rest.ImpersonationConfig{
+	UserName: "system:serviceaccount:raven-system:raven",
+	Groups:   []string{"system:masters", "system:serviceaccounts", "system:serviceaccounts:raven-system"},
+}
+
+// ravenKubeconfig returns the kubeconfig a Raven process gets: the stack's admin kubeconfig (path) impersonating
+// ravenIdentity, written beside it; any other (the unprivileged one) as it is.
+func ravenKubeconfig(t testing.TB, path string) string {
+	t.Helper()
+	if path != env.vars["KUBECONFIG"] {
+		return path
+	}
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	if ctx == nil || cfg.AuthInfos[ctx.AuthInfo] == nil {
+		t.Fatalf("%s: no user in its current context %q", path, cfg.CurrentContext)
+	}
+	user := cfg.AuthInfos[ctx.AuthInfo]
+	user.Impersonate, user.ImpersonateGroups = ravenIdentity.UserName, ravenIdentity.Groups
+	as := path + "-as-raven"
+	if err := clientcmd.WriteToFile(*cfg, as); err != nil {
+		t.Fatal(err)
+	}
+	return as
 }
 
 // writeConfig writes the stack's Raven configuration with extra appended, for one test.
