@@ -325,8 +325,13 @@ func leastPrivilege(ctx context.Context, t *testing.T, vars map[string]string, k
 	if v := r.metric(t, "raven_openstack_request_errors_total", func(l string) bool { return strings.Contains(l, "Forbidden") }); v != 0 {
 		t.Errorf("%v requests were refused as forbidden to Raven's user", v)
 	}
-	// Raven's user sees the binding it made (Neutron hides binding:host_id from a plain member): it can tell a
-	// port bound to its node from one that is not.
+	bindingSeenByRaven(ctx, t, vars, kube, pod.Spec.NodeName)
+}
+
+// bindingSeenByRaven: Raven's user sees the binding it made on the pod "bound" (Neutron hides binding:host_id
+// from a plain member), so that it can tell a port bound to its node from one that is not.
+func bindingSeenByRaven(ctx context.Context, t *testing.T, vars map[string]string, kube kubernetes.Interface, node string) {
+	t.Helper()
 	p, err := kube.CoreV1().Pods("default").Get(ctx, "bound", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -341,8 +346,8 @@ func leastPrivilege(ctx context.Context, t *testing.T, vars map[string]string, k
 		}
 	}
 	neutronGet(t, vars["NEUTRON_URL"], keystoneToken(t, vars["KEYSTONE_URL"], "raven", "raven"), "/v2.0/ports/"+ann.ID, &port)
-	if port.Port.HostID != pod.Spec.NodeName {
-		t.Errorf("Raven's user reads binding:host_id %q on the bound pod's port, want %q", port.Port.HostID, pod.Spec.NodeName)
+	if port.Port.HostID != node {
+		t.Errorf("Raven's user reads binding:host_id %q on the bound pod's port, want %q", port.Port.HostID, node)
 	}
 }
 
