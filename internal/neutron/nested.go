@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -26,6 +27,10 @@ type VMNode struct {
 // on its trunk (IDs are per trunk, not per cluster: every VM can run 4094 pods). Neutron holds the truth: a
 // trunk's IDs in use are read from it the first time the trunk is used after a start, and a refused ID (409:
 // taken meanwhile, by a replica that led before) makes them read again, so that no ID goes to two ports.
+//
+// The trunk Raven knows for a node name is the one its VM's port was found by at the node's address then: a
+// Node whose InternalIP is another now (its VM replaced under the same name) has its VM's port looked up
+// again, so that no pod's port goes on the trunk of a VM that is not its node. Forget drops a deleted Node's.
 type Trunks struct {
 	N openstack.Networking
 	// WorkerSubnetID is the subnet of the node VMs' ports.
@@ -45,9 +50,14 @@ type vmTrunk struct {
 	nextDetach *portBatch
 	id         string
 	parent     string
-	loaded     bool
-	byPort     map[string]int // subport → segmentation ID
-	portByID   map[int]string // segmentation ID → subport
+	// address is the node's address the parent port was found by.
+	address string
+	// keep is the VLAN each port being attached asks for (the one its former port had: AttachAt); guarded
+	// by qmu.
+	keep     map[string]int
+	loaded   bool
+	byPort   map[string]int // subport → segmentation ID
+	portByID map[int]string // segmentation ID → subport
 }
 
 // Subport is a port on a trunk: which trunk, and its VLAN there.
@@ -60,6 +70,11 @@ type Subport struct {
 func (t *Trunks) trunkOf(ctx context.Context, node VMNode) (*vmTrunk, error) {
 	t.mu.Lock()
 	vt := t.nodes[node.Name]
+	if vt != nil && vt.address != node.Address {
+		// The Node's address changed: the trunk Raven knows is that of the VM that held the old one.
+		delete(t.nodes, node.Name)
+		vt = nil
+	}
 	t.mu.Unlock()
 	if vt != nil {
 		return vt, nil
@@ -86,10 +101,10 @@ func (t *Trunks) trunkOf(ctx context.Context, node VMNode) (*vmTrunk, error) {
 	if t.nodes == nil {
 		t.nodes = map[string]*vmTrunk{}
 	}
-	if vt := t.nodes[node.Name]; vt != nil {
+	if vt := t.nodes[node.Name]; vt != nil && vt.address == node.Address {
 		return vt, nil
 	}
-	vt = &vmTrunk{id: trunks[0].ID, parent: ports[0].ID}
+	vt = &vmTrunk{id: trunks[0].ID, parent: ports[0].ID, address: node.Address}
 	t.nodes[node.Name] = vt
 	return vt, nil
 }
@@ -124,7 +139,15 @@ func (vt *vmTrunk) free(taken map[int]bool) int {
 // keeps its segmentation ID. A trunk Neutron no longer has (the node's VM was replaced under the same node
 // name) is looked up again.
 func (t *Trunks) Attach(ctx context.Context, node VMNode, portID string) (Subport, error) {
-	subs, err := t.AttachAll(ctx, node, []string{portID})
+	return t.AttachAt(ctx, node, portID, 0)
+}
+
+// AttachAt is Attach for a port made again for a running pod whose port is gone: it goes on vlan, the VLAN
+// of that former port, when no other port of the trunk holds it in Neutron (the pod's interface on its node
+// carries that VLAN, and raven-node on a nested node does not re-plug a running pod), else as Attach does.
+// vlan 0 asks for nothing.
+func (t *Trunks) AttachAt(ctx context.Context, node VMNode, portID string, vlan int) (Subport, error) {
+	subs, err := t.attachAll(ctx, node, []string{portID}, vlan)
 	if err != nil {
 		return Subport{}, err
 	}
@@ -134,10 +157,15 @@ func (t *Trunks) Attach(ctx context.Context, node VMNode, portID string) (Subpor
 // AttachAll makes the ports subports of the node's trunk, those it does not carry yet in one request (a trunk
 // pool's refill), and returns where each is, in order.
 func (t *Trunks) AttachAll(ctx context.Context, node VMNode, portIDs []string) ([]Subport, error) {
-	subs, err := t.attach(ctx, node, portIDs)
+	return t.attachAll(ctx, node, portIDs, 0)
+}
+
+// attachAll is AttachAll; a single port asks for vlan when it is not 0 (AttachAt).
+func (t *Trunks) attachAll(ctx context.Context, node VMNode, portIDs []string, vlan int) ([]Subport, error) {
+	subs, err := t.attach(ctx, node, portIDs, vlan)
 	if openstack.IsNotFound(err) {
 		t.Forget(node.Name)
-		subs, err = t.attach(ctx, node, portIDs)
+		subs, err = t.attach(ctx, node, portIDs, vlan)
 	}
 	return subs, err
 }
@@ -187,10 +215,23 @@ func (vt *vmTrunk) group(next **portBatch, ports []string, op func([]string) err
 }
 
 // attach is AttachAll on the trunk Raven knows for the node: the ports join the trunk's next batch.
-func (t *Trunks) attach(ctx context.Context, node VMNode, portIDs []string) ([]Subport, error) {
+func (t *Trunks) attach(ctx context.Context, node VMNode, portIDs []string, vlan int) ([]Subport, error) {
 	vt, err := t.trunkOf(ctx, node)
 	if err != nil {
 		return nil, err
+	}
+	if vlan > 0 && vlan <= MaxVLAN && len(portIDs) == 1 {
+		vt.qmu.Lock()
+		if vt.keep == nil {
+			vt.keep = map[string]int{}
+		}
+		vt.keep[portIDs[0]] = vlan
+		vt.qmu.Unlock()
+		defer func() {
+			vt.qmu.Lock()
+			delete(vt.keep, portIDs[0])
+			vt.qmu.Unlock()
+		}()
 	}
 	if err := vt.group(&vt.nextAttach, portIDs, func(ports []string) error { return t.attachLocked(ctx, node, vt, ports) }); err != nil {
 		return nil, err
@@ -206,6 +247,13 @@ var errBatchFailed = errors.New("a batch of subports was refused")
 // attachLocked adds the ports the trunk does not carry yet in one add_subports. Caller holds vt.mu.
 func (t *Trunks) attachLocked(ctx context.Context, node VMNode, vt *vmTrunk, portIDs []string) error {
 	if !vt.loaded {
+		if err := vt.load(ctx, t.N); err != nil {
+			return err
+		}
+	}
+	if vt.keepTaken(portIDs) {
+		// The VLAN a port made again asks for is another port's as far as Raven knows: that is most often
+		// its former port, which left the trunk out of band. Neutron says whether it is still there.
 		if err := vt.load(ctx, t.N); err != nil {
 			return err
 		}
@@ -237,19 +285,52 @@ func (t *Trunks) attachLocked(ctx context.Context, node VMNode, vt *vmTrunk, por
 	}
 }
 
-// plan gives each port the trunk does not carry yet the lowest segmentation ID free on it. Caller holds vt.mu.
+// keepTaken says a port of portIDs the trunk does not carry asks for a VLAN another port holds. Caller holds
+// vt.mu.
+func (vt *vmTrunk) keepTaken(portIDs []string) bool {
+	vt.qmu.Lock()
+	defer vt.qmu.Unlock()
+	for _, id := range portIDs {
+		if _, on := vt.byPort[id]; on {
+			continue
+		}
+		if holder, used := vt.portByID[vt.keep[id]]; vt.keep[id] != 0 && used && holder != id {
+			return true
+		}
+	}
+	return false
+}
+
+// plan gives each port the trunk does not carry yet the VLAN it asks for (AttachAt) when that is free on the
+// trunk, else the lowest segmentation ID free on it. Caller holds vt.mu.
 func (vt *vmTrunk) plan(portIDs []string) ([]openstack.Subport, error) {
-	var add []openstack.Subport
+	vt.qmu.Lock()
+	keep := maps.Clone(vt.keep)
+	vt.qmu.Unlock()
+	// First the VLANs asked for and free, then the lowest free ones for the other ports.
+	asked := map[int]string{} // VLAN → the port that gets it
 	taken := map[int]bool{}
+	for _, id := range portIDs {
+		want := keep[id]
+		if _, on := vt.byPort[id]; on || want == 0 || taken[want] {
+			continue
+		}
+		if _, used := vt.portByID[want]; !used {
+			asked[want], taken[want] = id, true
+		}
+	}
+	var add []openstack.Subport
 	for _, id := range portIDs {
 		if _, on := vt.byPort[id]; on || slices.ContainsFunc(add, func(s openstack.Subport) bool { return s.PortID == id }) {
 			continue
 		}
-		vlan := vt.free(taken)
-		if vlan == 0 {
-			return nil, ErrTrunkFull
+		vlan := keep[id]
+		if vlan == 0 || asked[vlan] != id {
+			if vlan = vt.free(taken); vlan == 0 {
+				return nil, ErrTrunkFull
+			}
+			taken[vlan] = true
 		}
-		taken[vlan] = true
 		add = append(add, openstack.Subport{PortID: id, SegmentationType: openstack.SegmentationVLAN, SegmentationID: vlan})
 	}
 	return add, nil

@@ -316,3 +316,127 @@ func TestTrunksDetachBatches(t *testing.T) {
 		n.Unlock()
 	}
 }
+
+// A running pod's subport deleted out of band (taken off the trunk, then deleted, as Neutron requires): the
+// port made again for the pod goes on the VLAN of the former one, which the pod's interface on its node
+// carries, when no other port holds it in Neutron; Raven's own copy of the trunk, which still names the
+// former port there, is not what decides.
+func TestTrunksAttachAtKeepsTheVLANOfAPortMadeAgain(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// oob runs on Neutron once a, b and c are on vm-1's trunk (VLANs 1, 2, 3), behind Raven's back.
+		oob  func(t *testing.T, n *fake.Neutron, trunk string, b string)
+		keep int
+		want int
+	}{
+		{
+			name: "the former port's VLAN is free in Neutron: the new port takes it",
+			oob: func(t *testing.T, n *fake.Neutron, trunk, b string) {
+				if err := n.RemoveSubports(ctx, trunk, []string{b}); err != nil {
+					t.Fatal(err)
+				}
+				if err := n.DeletePort(ctx, b); err != nil {
+					t.Fatal(err)
+				}
+			},
+			keep: 2, want: 2,
+		},
+		{
+			name: "another port took the former VLAN meanwhile: the lowest free one",
+			oob: func(t *testing.T, n *fake.Neutron, trunk, b string) {
+				if err := n.RemoveSubports(ctx, trunk, []string{b}); err != nil {
+					t.Fatal(err)
+				}
+				other := subportCandidate(t, n, "other")
+				if err := n.AddSubports(ctx, trunk, []openstack.Subport{{PortID: other, SegmentationType: "vlan", SegmentationID: 2}}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			keep: 2, want: 4,
+		},
+		{
+			name: "a VLAN no port holds, asked for: the new port takes it",
+			oob:  func(*testing.T, *fake.Neutron, string, string) {},
+			keep: 9, want: 9,
+		},
+		{
+			name: "nothing asked for: the lowest free one",
+			oob: func(t *testing.T, n *fake.Neutron, trunk, b string) {
+				if err := n.RemoveSubports(ctx, trunk, []string{b}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			keep: 0, want: 4,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n, nodes, trunks := vmNeutron(t)
+			x := &Trunks{N: n, WorkerSubnetID: "workers"}
+			var b string
+			for i, name := range []string{"a", "b", "c"} {
+				p := subportCandidate(t, n, name)
+				if s, err := x.Attach(ctx, nodes["vm-1"], p); err != nil || s.VLAN != i+1 {
+					t.Fatalf("port %s: %+v, %v; want VLAN %d", name, s, err, i+1)
+				}
+				if name == "b" {
+					b = p
+				}
+			}
+			tr := trunks["vm-1"].ID
+			tc.oob(t, n, tr, b)
+			s, err := x.AttachAt(ctx, nodes["vm-1"], subportCandidate(t, n, "b-again"), tc.keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.VLAN != tc.want || s.TrunkID != tr {
+				t.Errorf("the port made again is at %+v, want VLAN %d on trunk %s", s, tc.want, tr)
+			}
+			seen := map[int]string{}
+			for _, sp := range n.Trunks[tr].Subports {
+				if p, dup := seen[sp.SegmentationID]; dup {
+					t.Fatalf("VLAN %d is on %s and %s", sp.SegmentationID, p, sp.PortID)
+				}
+				seen[sp.SegmentationID] = sp.PortID
+			}
+		})
+	}
+}
+
+// A node whose InternalIP changed (its VM replaced under the same name, the former VM and its trunk still
+// there) has its pods' ports put on the trunk of the VM that holds its address now, not on the one Raven found
+// first; Forget (the Node deleted) makes the next attach look the VM up again.
+func TestTrunksFollowTheNodesAddress(t *testing.T) {
+	ctx := context.Background()
+	n, nodes, trunks := vmNeutron(t)
+	x := &Trunks{N: n, WorkerSubnetID: "workers"}
+	if s, err := x.Attach(ctx, nodes["vm-1"], subportCandidate(t, n, "a")); err != nil || s.TrunkID != trunks["vm-1"].ID {
+		t.Fatalf("first attach: %+v, %v; want trunk %s", s, err, trunks["vm-1"].ID)
+	}
+	n.Ports["vmport-new"] = &openstack.Port{ID: "vmport-new", FixedIPs: []openstack.FixedIP{{SubnetID: "workers", IPAddress: "192.168.0.21"}}}
+	fresh := n.AddTrunk("vmport-new")
+	moved := VMNode{Name: "vm-1", Address: "192.168.0.21"}
+	s, err := x.Attach(ctx, moved, subportCandidate(t, n, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.TrunkID != fresh.ID || s.ParentPortID != "vmport-new" {
+		t.Fatalf("a pod of the node at its new address went to %+v, want the trunk %s of the VM holding that address", s, fresh.ID)
+	}
+
+	lookups := n.Called("PortsWithAddress")
+	if _, err := x.Attach(ctx, moved, subportCandidate(t, n, "c")); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Called("PortsWithAddress") - lookups; got != 0 {
+		t.Errorf("%d lookups of the VM's port for a node whose address did not change, want 0", got)
+	}
+	x.Forget("vm-1")
+	if _, err := x.Attach(ctx, moved, subportCandidate(t, n, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Called("PortsWithAddress") - lookups; got != 1 {
+		t.Errorf("%d lookups of the VM's port after Forget, want 1", got)
+	}
+}

@@ -319,8 +319,14 @@ func (m *Manager) deleteGuarded(ctx context.Context, id string) error {
 
 // Attach makes a nested pod's port a VLAN subport of its node VM's trunk (see Trunks.Attach).
 func (m *Manager) Attach(ctx context.Context, vm VMNode, portID string) (Subport, error) {
+	return m.AttachAt(ctx, vm, portID, 0)
+}
+
+// AttachAt is Attach for a port made again for a running pod: it keeps vlan, its former port's, when that is
+// free (see Trunks.AttachAt).
+func (m *Manager) AttachAt(ctx context.Context, vm VMNode, portID string, vlan int) (Subport, error) {
 	if m.T == nil || m.T.WorkerSubnetID == "" {
 		return Subport{}, errors.New("nested nodes are not configured (nested.workerSubnetID)")
 	}
-	return m.T.Attach(ctx, vm, portID)
+	return m.T.AttachAt(ctx, vm, portID, vlan)
 }

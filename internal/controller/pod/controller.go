@@ -47,12 +47,16 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, workers int, repairs 
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named("pod").
 		For(&corev1.Pod{}, builder.WithPredicates(relevant)).
 		Watches(&corev1.Namespace{}, podsOf, builder.WithPredicates(networkChanged)).
-		WatchesRawSource(source.Channel(repairs, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: ravenctrl.RateLimiter()}).
+		WatchesRawSource(source.Channel(repairs, &handler.EnqueueRequestForObject{}))
+	if r.Nested != nil {
+		// A deleted nested node's trunk is forgotten (its name may come back on another VM).
+		b = b.Watches(&corev1.Node{}, r.forgetTrunks())
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: ravenctrl.RateLimiter()}).
 		Complete(r)
 }
 

@@ -6,7 +6,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/raven-net/raven/internal/neutron"
 )
@@ -38,4 +43,19 @@ func (n *NestedNodes) vm(ctx context.Context, c ctrl.Reader, name string) (*neut
 		}
 	}
 	return vm, nil
+}
+
+// forgetTrunks is the handler of Node events: a deleted node's trunk is dropped from what Raven knows, so that
+// a Node made again under the same name (another VM) has its VM's port looked up again, and a cluster whose VMs
+// come and go does not keep every one it ever had. It enqueues nothing.
+func (r *Reconciler) forgetTrunks() handler.EventHandler {
+	return handler.Funcs{
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if r.Neutron == nil || r.Neutron.T == nil || e.Object == nil {
+				return
+			}
+			r.Neutron.T.Forget(e.Object.GetName())
+			klog.FromContext(ctx).V(2).Info("Forgot the trunk of a deleted node", "node", e.Object.GetName())
+		},
+	}
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/raven-net/raven/internal/neutron"
 	"github.com/raven-net/raven/internal/openstack"
@@ -124,5 +125,78 @@ func TestNestedPortReleasedWithoutNestedConfig(t *testing.T) {
 	}
 	if ports := w.ports("ua"); len(ports) != 0 || len(w.n.Trunks[tr.ID].Subports) != 0 {
 		t.Fatalf("%d port(s) left, trunk subports %+v: want the port off the trunk and gone", len(ports), w.n.Trunks[tr.ID].Subports)
+	}
+}
+
+// A running nested pod whose subport is deleted out of band (taken off the trunk, then deleted, as Neutron
+// requires): the port made for it has the former one's MAC and IP and goes on its VLAN, which the pod's
+// interface on the VM carries (raven-node on a nested node does not re-plug a running pod), and a Normal event
+// says so. When another port holds that VLAN meanwhile, the new port goes on another, and a Warning says the pod
+// has no network until it is made again.
+func TestNestedPodWhosePortIsDeletedKeepsItsVLAN(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		taken     bool
+		wantVLAN  int
+		wantEvent []string
+	}{
+		{name: "its VLAN free: kept", wantVLAN: 2, wantEvent: []string{"Normal PortRemade", "deleted from Neutron", "same MAC"}},
+		{name: "its VLAN taken meanwhile: another, and a Warning", taken: true, wantVLAN: 4,
+			wantEvent: []string{"Warning PodVLANChanged", "VLAN 4", "VLAN 2", "deleted and made again"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runningOn := func(p *corev1.Pod) { p.Spec.NodeName, p.Status.Phase = "vm-1", corev1.PodRunning }
+			w, tr := nestedWorld(t, pod("a", "ua", runningOn), pod("b", "ub", runningOn), pod("c", "uc", runningOn))
+			for _, name := range []string{"a", "b", "c"} {
+				if err := w.reconcile(t, name); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+			}
+			checkSubport(t, w, "b", "ub", 2, tr.ID)
+			before := w.annotation(t, "b")
+			if err := w.n.RemoveSubports(ctx, tr.ID, []string{before.ID}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.n.DeletePort(ctx, before.ID); err != nil {
+				t.Fatal(err)
+			}
+			if tc.taken {
+				w.n.Ports["other"] = &openstack.Port{ID: "other", NetworkID: before.NetworkID}
+				if err := w.n.AddSubports(ctx, tr.ID, []openstack.Subport{{PortID: "other", SegmentationType: "vlan", SegmentationID: 2}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.list(t, "") // the resync's listing shows the port gone, and sends the pod back
+			if err := w.reconcile(t, "b"); err != nil {
+				t.Fatal(err)
+			}
+			after := w.annotation(t, "b")
+			if after == nil || after.ID == before.ID || after.MACAddress != before.MACAddress || after.FixedIPs[0].IPAddress != before.FixedIPs[0].IPAddress {
+				t.Fatalf("annotation %+v, want a new port with the MAC and IP of %+v", after, before)
+			}
+			checkSubport(t, w, "b", "ub", tc.wantVLAN, tr.ID)
+			ev := nextEvent(t, w)
+			checkEventHas(t, ev, append(tc.wantEvent, before.ID, after.ID))
+		})
+	}
+}
+
+// A deleted Node's trunk is forgotten: a Node made again under its name (another VM) has its VM's port looked
+// up again for its next pod, and Raven does not keep the trunk of every VM the cluster ever had.
+func TestADeletedNestedNodesTrunkIsForgotten(t *testing.T) {
+	ctx := context.Background()
+	w, _ := nestedWorld(t, pod("a", "ua", onNode("vm-1")), pod("b", "ub", onNode("vm-1")))
+	if err := w.reconcile(t, "a"); err != nil {
+		t.Fatal(err)
+	}
+	lookups := w.n.Called("PortsWithAddress")
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vm-1"}}
+	w.r.forgetTrunks().Delete(ctx, event.DeleteEvent{Object: node}, nil)
+	if err := w.reconcile(t, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.n.Called("PortsWithAddress") - lookups; got != 1 {
+		t.Fatalf("%d lookups of the VM's port for a pod of a Node deleted and made again, want 1", got)
 	}
 }

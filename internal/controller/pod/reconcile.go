@@ -114,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.patch(ctx, &pod, &port, nn, nested); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.reportPortChange(ctx, &pod, before, &port, nn)
+	r.reportPortChange(ctx, &pod, before, &port, nn, nested)
 	if !hadPort {
 		r.observeLatency(&pod)
 	}
@@ -152,7 +152,13 @@ func (r *Reconciler) ensurePort(ctx context.Context, pod *corev1.Pod, announced 
 	if err != nil || vm == nil {
 		return port, nil, err
 	}
-	sub, err := r.Neutron.Attach(ctx, *vm, port.ID)
+	// A port made again for a running pod keeps the VLAN of its former one: the pod's interface on the node
+	// carries that VLAN, and raven-node on a nested node does not re-plug a running pod.
+	keep := 0
+	if announced.Nested != nil && announced.Nested.Node == vm.Name {
+		keep = announced.Nested.VLAN
+	}
+	sub, err := r.Neutron.AttachAt(ctx, *vm, port.ID, keep)
 	if err != nil {
 		r.warn(pod, "SubportAttach", "adding the pod's port to its node VM's trunk", err)
 		return port, nil, err

@@ -17,6 +17,9 @@ const (
 	ReasonPortRemade = "PortRemade"
 	// ReasonAddressChanged: the pod's port was gone and its address could not be kept.
 	ReasonAddressChanged = "PodAddressChanged"
+	// ReasonVLANChanged: a nested pod's port was gone; its new port has the same MAC and IP but another place
+	// on the trunk, which the pod's interface does not follow.
+	ReasonVLANChanged = "PodVLANChanged"
 )
 
 // announcedPort is the port the pod's annotation names (zero when it has none, or one that does not decode).
@@ -37,14 +40,25 @@ func keepAddress(announced annotations.Port) *neutron.Address {
 
 // reportPortChange says on the pod, and in the log, that its annotation now names port instead of the port
 // before named: why that one went, and whether the pod kept its address. Nothing when the port is the same,
-// or the pod had none.
-func (r *Reconciler) reportPortChange(ctx context.Context, pod *corev1.Pod, before annotations.Port, port *neutron.Port, nn *neutron.NamespaceNet) {
+// or the pod had none. nested is where the new port is on its node VM's trunk (nil on a chassis).
+func (r *Reconciler) reportPortChange(ctx context.Context, pod *corev1.Pod, before annotations.Port, port *neutron.Port, nn *neutron.NamespaceNet,
+	nested *annotations.Nested) {
 	if before.ID == "" || before.ID == port.ID || len(before.FixedIPs) == 0 {
 		return
 	}
 	log := klog.FromContext(ctx)
 	why := r.whyGone(before, nn)
 	oldIP, newIP := before.FixedIPs[0].IPAddress, firstIP(port.FixedIPs)
+	if oldIP == newIP && before.MACAddress == port.MACAddress && movedOnTrunk(before.Nested, nested) {
+		log.Info("Warning: the pod's port was made again with its address, on another VLAN", "reason", ReasonVLANChanged,
+			"formerPort", before.ID, "port", port.ID, "why", why, "ip", newIP, "formerVLAN", before.Nested.VLAN, "vlan", vlanOf(nested))
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonVLANChanged, "Remake",
+			"port %s %s; made port %s with the same MAC %s and IP %s, but on VLAN %d of its node VM's trunk where the former "+
+				"one was on VLAN %d (another port holds that VLAN now), and raven-node on a nested node does not move a running "+
+				"pod's interface: the pod has no network until it is deleted and made again",
+			before.ID, why, port.ID, port.MACAddress, newIP, vlanOf(nested), before.Nested.VLAN)
+		return
+	}
 	if oldIP == newIP && before.MACAddress == port.MACAddress {
 		log.Info("Made the pod's port again with its address", "formerPort", before.ID, "port", port.ID, "why", why,
 			"ip", newIP, "mac", port.MACAddress)
@@ -57,13 +71,32 @@ func (r *Reconciler) reportPortChange(ctx context.Context, pod *corev1.Pod, befo
 	if !keepAddress(before).Fits(nn) {
 		lost = fmt.Sprintf("it is not in the namespace's subnet %s", nn.Subnet.CIDR)
 	}
+	follows := "raven-node moves the pod's interface to it"
+	if before.Nested != nil {
+		follows = "raven-node on a nested node does not move a running pod's interface to it"
+	}
 	log.Info("Warning: the pod's port was made again with another address", "reason", ReasonAddressChanged,
 		"formerPort", before.ID, "port", port.ID, "why", why, "formerIP", oldIP, "ip", newIP, "formerMAC", before.MACAddress, "mac", port.MACAddress)
 	r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAddressChanged, "Remake",
-		"port %s %s, and its address %s (MAC %s) could not be kept: %s. New port %s has IP %s (MAC %s), and raven-node "+
-			"moves the pod's interface to it; but status.podIP, which the kubelet set, still says %s, and Services and "+
+		"port %s %s, and its address %s (MAC %s) could not be kept: %s. New port %s has IP %s (MAC %s), and %s; "+
+			"but status.podIP, which the kubelet set, still says %s, and Services and "+
 			"NetworkPolicies find the pod by it: delete the pod so that it is made again with its new address",
-		before.ID, why, oldIP, before.MACAddress, lost, port.ID, newIP, port.MACAddress, oldIP)
+		before.ID, why, oldIP, before.MACAddress, lost, port.ID, newIP, port.MACAddress, follows, oldIP)
+}
+
+// movedOnTrunk says a nested pod's new port is not where its former one was on the node VM's trunk (another
+// VLAN, another trunk, or none): the pod's interface, which raven-node on a nested node does not move, carries
+// the former VLAN.
+func movedOnTrunk(before, after *annotations.Nested) bool {
+	return before != nil && (after == nil || after.VLAN != before.VLAN || after.TrunkID != before.TrunkID)
+}
+
+// vlanOf is the VLAN of a nested port, 0 when there is none.
+func vlanOf(n *annotations.Nested) int {
+	if n == nil {
+		return 0
+	}
+	return n.VLAN
 }
 
 // whyGone says why the port a pod's annotation names is no longer the pod's.
