@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"github.com/raven-net/raven/internal/config"
 	"github.com/raven-net/raven/internal/openstack"
@@ -140,23 +142,33 @@ func (c *Cluster) ensureRouter(ctx context.Context, n openstack.Networking, clus
 	return nil
 }
 
+// findNetwork returns the ID of the external network nameOrID: the network of that ID, or else the external
+// network of that name. External networks are the operator's (an admin makes them) and every project sees
+// them, so they are looked for by name among the external networks only: a project's own network of the
+// same name is not taken for it. Two external networks of that name are refused, with their IDs.
 func findNetwork(ctx context.Context, n openstack.Networking, nameOrID string) (string, error) {
 	if net, err := n.GetNetwork(ctx, nameOrID); err == nil {
 		return net.ID, nil
 	} else if !openstack.IsNotFound(err) {
 		return "", err
 	}
-	nets, err := n.ListNetworks(ctx, openstack.Filter{Name: nameOrID})
+	nets, err := n.ListNetworks(ctx, openstack.Filter{Name: nameOrID, External: true})
 	if err != nil {
 		return "", err
 	}
 	switch len(nets) {
 	case 0:
-		return "", fmt.Errorf("external network %q not found", nameOrID)
+		return "", fmt.Errorf("external network %q not found (no external network has that ID or name)", nameOrID)
 	case 1:
 		return nets[0].ID, nil
 	}
-	return "", fmt.Errorf("external network name %q is ambiguous (%d networks); give its ID", nameOrID, len(nets))
+	ids := make([]string, len(nets))
+	for i, x := range nets {
+		ids[i] = x.ID
+	}
+	slices.Sort(ids)
+	return "", fmt.Errorf("external network name %q is ambiguous: external networks %s have it; set neutron.externalNetwork to the ID of one",
+		nameOrID, strings.Join(ids, ", "))
 }
 
 // ensureServiceNetwork makes the VIP network. The gateway and Neutron's own allocation pool sit in the

@@ -81,13 +81,16 @@ var (
 		id:  func(x *openstack.FloatingIP) string { return x.ID }, set: func(x *openstack.FloatingIP, t []string) { x.Tags = t }}
 )
 
-// ensureTagged returns an object of kind k that carries tags: one whose description holds the marker of
-// tags (an earlier create whose tag call failed), tagged now, or else a new one made by create with the
-// marker as description. The caller has already looked for the object by its tags.
+// ensureTagged returns an object of kind k that carries tags: one of Raven's project whose description holds
+// the marker of tags (an earlier create whose tag call failed), tagged now, or else a new one made by create
+// with the marker as description. The caller has already looked for the object by its tags. The marker is no
+// secret (any reader of Raven's objects sees it): with credentials that see every project, only the project
+// of Raven's token tells its own objects from another project's that copy the marker. (A Neutron without
+// Keystone has no projects, and n.ProjectID is "".)
 func ensureTagged[T any](ctx context.Context, n openstack.Networking, k kind[T], tags []string,
 	create func(ctx context.Context, description string) (*T, error)) (*T, error) {
 	marker := Marker(tags)
-	found, err := k.list(n)(ctx, openstack.Filter{Description: marker})
+	found, err := k.list(n)(ctx, openstack.Filter{Description: marker, ProjectID: n.ProjectID()})
 	if err != nil {
 		return nil, err
 	}

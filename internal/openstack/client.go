@@ -12,6 +12,7 @@ import (
 	gcopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/config"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"sigs.k8s.io/yaml"
 )
 
@@ -67,6 +68,10 @@ func NewClients(ctx context.Context, cloudsFile, cloud string, obs Observer) (*C
 	if err != nil {
 		return nil, fmt.Errorf("authenticating to cloud %q: %w", cloud, wrap("keystone authenticate", err))
 	}
+	project, err := tokenProject(pc)
+	if err != nil {
+		return nil, fmt.Errorf("cloud %q: %w", cloud, err)
+	}
 	net, err := gcopenstack.NewNetworkV2(pc, eo)
 	if err != nil {
 		return nil, fmt.Errorf("finding the network endpoint: %w", err)
@@ -75,7 +80,27 @@ func NewClients(ctx context.Context, cloudsFile, cloud string, obs Observer) (*C
 	if err != nil {
 		return nil, fmt.Errorf("finding the load-balancer endpoint: %w", err)
 	}
-	return &Clients{Networking: NewNetworking(net), LoadBalancing: NewLoadBalancing(lb), Calls: calls}, nil
+	return &Clients{Networking: NewProjectNetworking(net, project), LoadBalancing: NewLoadBalancing(lb), Calls: calls}, nil
+}
+
+// tokenProject returns the project of pc's Keystone token. Raven's objects are that project's, and the lookups
+// of objects that may not carry Raven's tags yet are scoped by it: credentials that see every project (an
+// admin's) would otherwise find another project's object of the same name or description.
+func tokenProject(pc *gophercloud.ProviderClient) (string, error) {
+	r, ok := pc.GetAuthResult().(interface {
+		ExtractProject() (*tokens.Project, error)
+	})
+	if !ok {
+		return "", fmt.Errorf("the credentials did not give a Keystone v3 token, which names Raven's project")
+	}
+	p, err := r.ExtractProject()
+	if err != nil {
+		return "", fmt.Errorf("reading the token's project: %w", err)
+	}
+	if p == nil || p.ID == "" {
+		return "", fmt.Errorf("the credentials are not scoped to a project: give project_name or project_id in clouds.yaml")
+	}
+	return p.ID, nil
 }
 
 func noauthClients(e cloudEntry, obs Observer, calls *CallCounter) (*Clients, error) {

@@ -22,6 +22,10 @@ const (
 type Networking interface {
 	// Capabilities tells which optional Neutron extensions are present.
 	Capabilities(ctx context.Context) (Capabilities, error)
+	// ProjectID is the project of Raven's token, which owns every object Raven makes ("" with a Neutron
+	// without Keystone, which has no projects). Lookups of objects that may not carry Raven's tags yet (by
+	// the marker in their description, by name) are scoped by it.
+	ProjectID() string
 
 	ListNetworks(ctx context.Context, f Filter) ([]Network, error)
 	GetNetwork(ctx context.Context, id string) (*Network, error)

@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/common/extensions"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
@@ -27,10 +28,20 @@ import (
 // whose JSON tags follow Neutron's API.
 type neutron struct {
 	c *gophercloud.ServiceClient
+	// project is the project of Raven's token ("" without Keystone).
+	project string
 }
 
-// NewNetworking wraps a gophercloud network service client.
+// NewNetworking wraps a gophercloud network service client that belongs to no project (Neutron without
+// Keystone).
 func NewNetworking(c *gophercloud.ServiceClient) Networking { return &neutron{c: c} }
+
+// NewProjectNetworking wraps a gophercloud network service client whose token is scoped to project.
+func NewProjectNetworking(c *gophercloud.ServiceClient, project string) Networking {
+	return &neutron{c: c, project: project}
+}
+
+func (n *neutron) ProjectID() string { return n.project }
 
 func tagsQuery(tags []string) string { return strings.Join(tags, ",") }
 
@@ -96,7 +107,11 @@ func allPages[T any](ctx context.Context, op string, pager pagination.Pager, ext
 }
 
 func (n *neutron) ListNetworks(ctx context.Context, f Filter) ([]Network, error) {
-	q, err := networks.ListOpts{Limit: PageSize, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}.ToNetworkListQuery()
+	var opts networks.ListOptsBuilder = networks.ListOpts{Limit: PageSize, ProjectID: f.ProjectID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}
+	if f.External {
+		opts = external.ListOptsExt{ListOptsBuilder: opts, External: &f.External}
+	}
+	q, err := opts.ToNetworkListQuery()
 	if err != nil {
 		return nil, wrap("neutron network list", err)
 	}
@@ -123,7 +138,7 @@ func (n *neutron) DeleteNetwork(ctx context.Context, id string) error {
 }
 
 func (n *neutron) ListSubnets(ctx context.Context, f Filter) ([]Subnet, error) {
-	q, err := subnets.ListOpts{Limit: PageSize, NetworkID: f.NetworkID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}.ToSubnetListQuery()
+	q, err := subnets.ListOpts{Limit: PageSize, NetworkID: f.NetworkID, ProjectID: f.ProjectID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}.ToSubnetListQuery()
 	if err != nil {
 		return nil, wrap("neutron subnet list", err)
 	}
@@ -162,7 +177,7 @@ func (n *neutron) DeleteSubnet(ctx context.Context, id string) error {
 
 func (n *neutron) ListSubnetPools(ctx context.Context, f Filter) ([]SubnetPool, error) {
 	return allPages[SubnetPool](ctx, "neutron subnetpool list",
-		subnetpools.List(n.c, subnetpools.ListOpts{Limit: PageSize, ID: f.ID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("subnetpools"))
+		subnetpools.List(n.c, subnetpools.ListOpts{Limit: PageSize, ID: f.ID, ProjectID: f.ProjectID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("subnetpools"))
 }
 
 func (n *neutron) CreateSubnetPool(ctx context.Context, s SubnetPoolSpec) (*SubnetPool, error) {
@@ -199,7 +214,7 @@ func (r routerJSON) router() Router {
 
 func (n *neutron) ListRouters(ctx context.Context, f Filter) ([]Router, error) {
 	raw, err := allPages[routerJSON](ctx, "neutron router list",
-		routers.List(n.c, routers.ListOpts{Limit: PageSize, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), routers.ExtractRoutersInto)
+		routers.List(n.c, routers.ListOpts{Limit: PageSize, ProjectID: f.ProjectID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), routers.ExtractRoutersInto)
 	out := make([]Router, 0, len(raw))
 	for _, r := range raw {
 		out = append(out, r.router())
@@ -243,7 +258,7 @@ func (n *neutron) ListPorts(ctx context.Context, f Filter) ([]Port, error) {
 }
 
 func (n *neutron) EachPortPage(ctx context.Context, f Filter, fn func([]Port)) error {
-	q, err := ports.ListOpts{Limit: PortPageSize, NetworkID: f.NetworkID, DeviceID: f.DeviceID, DeviceOwner: f.DeviceOwner, Name: f.Name,
+	q, err := ports.ListOpts{Limit: PortPageSize, NetworkID: f.NetworkID, ProjectID: f.ProjectID, DeviceID: f.DeviceID, DeviceOwner: f.DeviceOwner, Name: f.Name,
 		Description: f.Description, Tags: tagsQuery(f.Tags), NotTagsAny: tagsQuery(f.NotTagsAny)}.ToPortListQuery()
 	if err != nil {
 		return wrap("neutron port list", err)
@@ -396,7 +411,7 @@ func (n *neutron) DeletePort(ctx context.Context, id string) error {
 
 func (n *neutron) ListFloatingIPs(ctx context.Context, f Filter) ([]FloatingIP, error) {
 	return allPages[FloatingIP](ctx, "neutron floatingip list",
-		floatingips.List(n.c, floatingips.ListOpts{Limit: PageSize, Description: f.Description, Tags: tagsQuery(f.Tags)}), floatingips.ExtractFloatingIPsInto)
+		floatingips.List(n.c, floatingips.ListOpts{Limit: PageSize, ProjectID: f.ProjectID, Description: f.Description, Tags: tagsQuery(f.Tags)}), floatingips.ExtractFloatingIPsInto)
 }
 
 func (n *neutron) CreateFloatingIP(ctx context.Context, s FloatingIPSpec) (*FloatingIP, error) {
@@ -430,7 +445,7 @@ func (n *neutron) DeleteFloatingIP(ctx context.Context, id string) error {
 
 func (n *neutron) ListSecurityGroups(ctx context.Context, f Filter) ([]SecurityGroup, error) {
 	return allPages[SecurityGroup](ctx, "neutron security_group list",
-		groups.List(n.c, groups.ListOpts{Limit: PageSize, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("security_groups"))
+		groups.List(n.c, groups.ListOpts{Limit: PageSize, ProjectID: f.ProjectID, Name: f.Name, Description: f.Description, Tags: tagsQuery(f.Tags)}), labelled("security_groups"))
 }
 
 func (b body) ToSecGroupCreateMap() (map[string]any, error)     { return b, nil }

@@ -78,7 +78,12 @@ type Filter struct {
 	// list selects none, without a request.
 	NetworkIDs []string
 	// ID keeps the object of that ID (subnet pools only).
-	ID          string
+	ID string
+	// ProjectID keeps the objects of that project (networks, subnets, subnet pools, routers, ports, floating
+	// IPs, security groups): Raven's own project, for the lookups of objects that may not carry its tags yet.
+	ProjectID string
+	// External keeps the external networks (router:external=true; networks only).
+	External    bool
 	DeviceID    string
 	DeviceOwner string // ports only
 	Name        string
@@ -175,6 +180,7 @@ type SubnetSpec struct {
 type SubnetPool struct {
 	ID          string   `json:"id"`
 	Name        string   `json:"name"`
+	ProjectID   string   `json:"project_id"`
 	Prefixes    []string `json:"prefixes"`
 	Description string   `json:"description"`
 	Tags        []string `json:"tags"`
@@ -184,6 +190,7 @@ type SubnetPool struct {
 type Router struct {
 	ID               string   `json:"id"`
 	Name             string   `json:"name"`
+	ProjectID        string   `json:"project_id"`
 	GatewayNetworkID string   `json:"gateway_network_id"`
 	Description      string   `json:"description"`
 	Tags             []string `json:"tags"`
@@ -196,6 +203,7 @@ type FloatingIP struct {
 	FloatingNetworkID string    `json:"floating_network_id"`
 	PortID            string    `json:"port_id"`
 	FixedIP           string    `json:"fixed_ip_address"`
+	ProjectID         string    `json:"project_id"`
 	Status            string    `json:"status"`
 	Description       string    `json:"description"`
 	Tags              []string  `json:"tags"`
@@ -377,6 +385,7 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 type SecurityGroup struct {
 	ID          string              `json:"id"`
 	Name        string              `json:"name"`
+	ProjectID   string              `json:"project_id"`
 	Description string              `json:"description"`
 	Rules       []SecurityGroupRule `json:"security_group_rules"`
 	Tags        []string            `json:"tags"`

@@ -45,7 +45,8 @@ func Read(ctx context.Context, n openstack.Networking, cluster string) (byKey ma
 func Create(ctx context.Context, n openstack.Networking, cluster string, g Group) (openstack.SecurityGroup, error) {
 	tags := ownership.Owner{Cluster: cluster, Kind: ownership.KindPolicy, UID: g.Key}.Tags()
 	name := groupName(cluster, g.Key)
-	found, err := n.ListSecurityGroups(ctx, openstack.Filter{Name: name})
+	// By name in Raven's project: another project's group of the same name (names are no secret) is not this one.
+	found, err := n.ListSecurityGroups(ctx, openstack.Filter{Name: name, ProjectID: n.ProjectID()})
 	if err != nil {
 		return openstack.SecurityGroup{}, err
 	}

@@ -45,7 +45,8 @@ func Clean(sg openstack.SecurityGroup, inUse map[string]bool) bool {
 // the slot's name without tags (a create whose tag request never happened) is finished, not made again.
 func CreateSpare(ctx context.Context, n openstack.Networking, cluster string, i int) (openstack.SecurityGroup, error) {
 	name := spareName(cluster, i)
-	found, err := n.ListSecurityGroups(ctx, openstack.Filter{Name: name})
+	// By name in Raven's project: another project's group of the same name (names are no secret) is not the slot's.
+	found, err := n.ListSecurityGroups(ctx, openstack.Filter{Name: name, ProjectID: n.ProjectID()})
 	if err != nil {
 		return openstack.SecurityGroup{}, err
 	}

@@ -47,6 +47,9 @@ type Neutron struct {
 	// UUIDs makes new IDs UUID-shaped (8-4-4-4-12 hex digits, as Neutron's are, so that openstack.Operation
 	// reads them as IDs); otherwise they read prefix-NNNN-0000-0000-0000-000000000000.
 	UUIDs bool
+	// Project is the project of Raven's token (ProjectID), which every object the fake creates belongs to;
+	// "" is a Neutron without Keystone, whose objects belong to no project.
+	Project string
 	// nextPoolPrefix hands out subnet pool prefixes.
 	nextPoolPrefix map[string]int
 	// ix is nil until Index.
@@ -146,8 +149,9 @@ func notFound(what string) error {
 
 // obj is what a filter can look at.
 type obj struct {
-	tags                                    []string
-	id, network, device, owner, name, descr string
+	tags                                             []string
+	id, network, device, owner, name, descr, project string
+	external                                         bool
 }
 
 func match(f openstack.Filter, o obj) bool {
@@ -167,8 +171,18 @@ func match(f openstack.Filter, o obj) bool {
 	if f.NetworkIDs != nil && !slices.Contains(f.NetworkIDs, o.network) || f.ID != "" && f.ID != o.id {
 		return false
 	}
+	if f.ProjectID != "" && f.ProjectID != o.project || f.External && !o.external {
+		return false
+	}
 	return (f.NetworkID == "" || f.NetworkID == o.network) && (f.DeviceID == "" || f.DeviceID == o.device) &&
 		(f.Name == "" || f.Name == o.name) && (f.Description == "" || f.Description == o.descr)
+}
+
+// ProjectID implements openstack.Networking.
+func (n *Neutron) ProjectID() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.Project
 }
 
 // Capabilities implements openstack.Networking.
@@ -188,7 +202,7 @@ func (n *Neutron) ListNetworks(_ context.Context, f openstack.Filter) ([]opensta
 	}
 	var out []openstack.Network
 	for _, x := range n.Nets {
-		if match(f, obj{tags: x.Tags, name: x.Name, descr: x.Description}) {
+		if match(f, obj{tags: x.Tags, name: x.Name, descr: x.Description, project: x.ProjectID, external: x.External}) {
 			out = append(out, *x)
 		}
 	}
@@ -216,7 +230,7 @@ func (n *Neutron) CreateNetwork(_ context.Context, s openstack.NetworkSpec) (*op
 	if err := n.enter("CreateNetwork", true); err != nil {
 		return nil, err
 	}
-	x := &openstack.Network{ID: n.id("net"), Name: s.Name, Description: s.Description, Status: "ACTIVE", MTU: 1442, CreatedAt: n.Now()}
+	x := &openstack.Network{ID: n.id("net"), ProjectID: n.Project, Name: s.Name, Description: s.Description, Status: "ACTIVE", MTU: 1442, CreatedAt: n.Now()}
 	n.Nets[x.ID] = x
 	c := *x
 	return &c, nil
@@ -257,7 +271,7 @@ func (n *Neutron) ListSubnets(_ context.Context, f openstack.Filter) ([]openstac
 	}
 	var out []openstack.Subnet
 	for _, x := range n.Subnets {
-		if match(f, obj{tags: x.Tags, network: x.NetworkID, name: x.Name, descr: x.Description}) {
+		if match(f, obj{tags: x.Tags, network: x.NetworkID, name: x.Name, descr: x.Description, project: x.ProjectID}) {
 			out = append(out, *x)
 		}
 	}
@@ -293,7 +307,7 @@ func (n *Neutron) CreateSubnet(_ context.Context, s openstack.SubnetSpec) (*open
 	}
 	p := netip.MustParsePrefix(cidr)
 	gw := p.Addr().Next()
-	x := &openstack.Subnet{ID: n.id("sub"), Name: s.Name, NetworkID: s.NetworkID, CIDR: cidr, GatewayIP: gw.String(), IPVersion: 4,
+	x := &openstack.Subnet{ID: n.id("sub"), ProjectID: n.Project, Name: s.Name, NetworkID: s.NetworkID, CIDR: cidr, GatewayIP: gw.String(), IPVersion: 4,
 		AllocationPools: []openstack.AllocationPool{{Start: gw.Next().String(), End: lastAddr(p).Prev().String()}},
 		SubnetPoolID:    s.SubnetPoolID, Description: s.Description, EnableDHCP: s.EnableDHCP, CreatedAt: n.Now()}
 	if s.GatewayIP != "" {
@@ -353,7 +367,7 @@ func (n *Neutron) ListSubnetPools(_ context.Context, f openstack.Filter) ([]open
 	}
 	var out []openstack.SubnetPool
 	for _, x := range n.Pools {
-		if match(f, obj{tags: x.Tags, id: x.ID, name: x.Name, descr: x.Description}) {
+		if match(f, obj{tags: x.Tags, id: x.ID, name: x.Name, descr: x.Description, project: x.ProjectID}) {
 			out = append(out, *x)
 		}
 	}
@@ -367,7 +381,7 @@ func (n *Neutron) CreateSubnetPool(_ context.Context, s openstack.SubnetPoolSpec
 	if err := n.enter("CreateSubnetPool", true); err != nil {
 		return nil, err
 	}
-	x := &openstack.SubnetPool{ID: n.id("pool"), Name: s.Name, Description: s.Description, Prefixes: s.Prefixes}
+	x := &openstack.SubnetPool{ID: n.id("pool"), ProjectID: n.Project, Name: s.Name, Description: s.Description, Prefixes: s.Prefixes}
 	n.Pools[x.ID] = x
 	c := *x
 	return &c, nil
@@ -403,7 +417,7 @@ func (n *Neutron) ListRouters(_ context.Context, f openstack.Filter) ([]openstac
 	}
 	var out []openstack.Router
 	for _, x := range n.Routers {
-		if match(f, obj{tags: x.Tags, name: x.Name, descr: x.Description}) {
+		if match(f, obj{tags: x.Tags, name: x.Name, descr: x.Description, project: x.ProjectID}) {
 			out = append(out, *x)
 		}
 	}
@@ -417,7 +431,7 @@ func (n *Neutron) CreateRouter(_ context.Context, s openstack.RouterSpec) (*open
 	if err := n.enter("CreateRouter", true); err != nil {
 		return nil, err
 	}
-	x := &openstack.Router{ID: n.id("router"), Name: s.Name, Description: s.Description, GatewayNetworkID: s.GatewayNetworkID}
+	x := &openstack.Router{ID: n.id("router"), ProjectID: n.Project, Name: s.Name, Description: s.Description, GatewayNetworkID: s.GatewayNetworkID}
 	n.Routers[x.ID] = x
 	c := *x
 	return &c, nil
@@ -478,7 +492,7 @@ func (n *Neutron) ListPorts(_ context.Context, f openstack.Filter) ([]openstack.
 	}
 	var out []openstack.Port
 	for _, x := range n.Ports {
-		if match(f, obj{tags: x.Tags, network: x.NetworkID, device: x.DeviceID, owner: x.DeviceOwner, name: x.Name, descr: x.Description}) {
+		if match(f, obj{tags: x.Tags, network: x.NetworkID, device: x.DeviceID, owner: x.DeviceOwner, name: x.Name, descr: x.Description, project: x.ProjectID}) {
 			out = append(out, *x)
 		}
 	}
@@ -564,7 +578,7 @@ func (n *Neutron) createPortLocked(s openstack.PortSpec) (*openstack.Port, error
 		ips = []openstack.FixedIP{{SubnetID: sub.ID, IPAddress: ip}}
 	}
 	n.seq++
-	x := &openstack.Port{ID: n.id("port"), Name: s.Name, NetworkID: s.NetworkID, MACAddress: fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", n.seq>>16&0xff, n.seq>>8&0xff, n.seq&0xff),
+	x := &openstack.Port{ID: n.id("port"), ProjectID: n.Project, Name: s.Name, NetworkID: s.NetworkID, MACAddress: fmt.Sprintf("fa:16:3e:%02x:%02x:%02x", n.seq>>16&0xff, n.seq>>8&0xff, n.seq&0xff),
 		FixedIPs: ips, Status: "DOWN", AdminStateUp: true, DeviceOwner: s.DeviceOwner, DeviceID: s.DeviceID, Description: s.Description,
 		SecurityGroups: []string{"default"}, CreatedAt: n.Now()}
 	if s.MACAddress != "" {
@@ -690,7 +704,7 @@ func (n *Neutron) ListFloatingIPs(_ context.Context, f openstack.Filter) ([]open
 	}
 	var out []openstack.FloatingIP
 	for _, x := range n.FIPs {
-		if match(f, obj{tags: x.Tags, descr: x.Description}) {
+		if match(f, obj{tags: x.Tags, descr: x.Description, project: x.ProjectID}) {
 			out = append(out, *x)
 		}
 	}
@@ -713,7 +727,7 @@ func (n *Neutron) CreateFloatingIP(_ context.Context, s openstack.FloatingIPSpec
 	if err != nil {
 		return nil, err
 	}
-	x := &openstack.FloatingIP{ID: n.id("fip"), FloatingIP: addr, FloatingNetworkID: s.FloatingNetworkID, PortID: s.PortID,
+	x := &openstack.FloatingIP{ID: n.id("fip"), ProjectID: n.Project, FloatingIP: addr, FloatingNetworkID: s.FloatingNetworkID, PortID: s.PortID,
 		Description: s.Description, CreatedAt: n.Now()}
 	if p, ok := n.Ports[s.PortID]; ok && len(p.FixedIPs) > 0 {
 		x.FixedIP = p.FixedIPs[0].IPAddress
@@ -826,7 +840,7 @@ func (n *Neutron) ListSecurityGroups(_ context.Context, f openstack.Filter) ([]o
 	}
 	var out []openstack.SecurityGroup
 	for _, x := range n.SGs {
-		if match(f, obj{tags: x.Tags, name: x.Name, descr: x.Description}) {
+		if match(f, obj{tags: x.Tags, name: x.Name, descr: x.Description, project: x.ProjectID}) {
 			c := *x
 			c.Rules = slices.Clone(x.Rules)
 			out = append(out, c)
@@ -842,7 +856,7 @@ func (n *Neutron) CreateSecurityGroup(_ context.Context, s openstack.SecurityGro
 	if err := n.enter("CreateSecurityGroup", true); err != nil {
 		return nil, err
 	}
-	x := &openstack.SecurityGroup{ID: n.id("sg"), Name: s.Name, Description: s.Description}
+	x := &openstack.SecurityGroup{ID: n.id("sg"), ProjectID: n.Project, Name: s.Name, Description: s.Description}
 	for _, et := range []string{"IPv4", "IPv6"} {
 		if n.NoDefaultEgress {
 			break

@@ -41,7 +41,7 @@ func matchQuery(q Query, o obj) bool {
 
 // matchPort says whether a port matches q, its addresses included.
 func matchPort(q Query, p *openstack.Port) bool {
-	o := obj{tags: p.Tags, network: p.NetworkID, device: p.DeviceID, owner: p.DeviceOwner, name: p.Name, descr: p.Description}
+	o := obj{tags: p.Tags, network: p.NetworkID, device: p.DeviceID, owner: p.DeviceOwner, name: p.Name, descr: p.Description, project: p.ProjectID}
 	if !matchQuery(q, o) {
 		return false
 	}
@@ -96,7 +96,7 @@ func (n *Neutron) NetworksPage(q Query) (Page[openstack.Network], error) {
 		return Page[openstack.Network]{}, err
 	}
 	return pageOf(n.Nets, n.ix.tagged(openstack.ResourceNetworks, q.Tags), q, func(x *openstack.Network) bool {
-		return matchQuery(q, obj{tags: x.Tags, name: x.Name, descr: x.Description})
+		return matchQuery(q, obj{tags: x.Tags, name: x.Name, descr: x.Description, project: x.ProjectID, external: x.External})
 	}, shallow), nil
 }
 
@@ -108,7 +108,7 @@ func (n *Neutron) SubnetsPage(q Query) (Page[openstack.Subnet], error) {
 		return Page[openstack.Subnet]{}, err
 	}
 	return pageOf(n.Subnets, n.ix.tagged(openstack.ResourceSubnets, q.Tags), q, func(x *openstack.Subnet) bool {
-		return matchQuery(q, obj{tags: x.Tags, network: x.NetworkID, name: x.Name, descr: x.Description})
+		return matchQuery(q, obj{tags: x.Tags, network: x.NetworkID, name: x.Name, descr: x.Description, project: x.ProjectID})
 	}, shallow), nil
 }
 
@@ -120,7 +120,7 @@ func (n *Neutron) SubnetPoolsPage(q Query) (Page[openstack.SubnetPool], error) {
 		return Page[openstack.SubnetPool]{}, err
 	}
 	return pageOf(n.Pools, n.ix.tagged(openstack.ResourceSubnetPools, q.Tags), q, func(x *openstack.SubnetPool) bool {
-		return matchQuery(q, obj{tags: x.Tags, id: x.ID, name: x.Name, descr: x.Description})
+		return matchQuery(q, obj{tags: x.Tags, id: x.ID, name: x.Name, descr: x.Description, project: x.ProjectID})
 	}, shallow), nil
 }
 
@@ -132,7 +132,7 @@ func (n *Neutron) RoutersPage(q Query) (Page[openstack.Router], error) {
 		return Page[openstack.Router]{}, err
 	}
 	return pageOf(n.Routers, n.ix.tagged(openstack.ResourceRouters, q.Tags), q, func(x *openstack.Router) bool {
-		return matchQuery(q, obj{tags: x.Tags, name: x.Name, descr: x.Description})
+		return matchQuery(q, obj{tags: x.Tags, name: x.Name, descr: x.Description, project: x.ProjectID})
 	}, shallow), nil
 }
 
@@ -144,7 +144,7 @@ func (n *Neutron) FloatingIPsPage(q Query) (Page[openstack.FloatingIP], error) {
 		return Page[openstack.FloatingIP]{}, err
 	}
 	return pageOf(n.FIPs, n.ix.tagged(openstack.ResourceFloatingIPs, q.Tags), q, func(x *openstack.FloatingIP) bool {
-		return matchQuery(q, obj{tags: x.Tags, descr: x.Description})
+		return matchQuery(q, obj{tags: x.Tags, descr: x.Description, project: x.ProjectID})
 	}, shallow), nil
 }
 
@@ -156,7 +156,7 @@ func (n *Neutron) SecurityGroupsPage(q Query) (Page[openstack.SecurityGroup], er
 		return Page[openstack.SecurityGroup]{}, err
 	}
 	return pageOf(n.SGs, n.ix.tagged(openstack.ResourceSecurityGroups, q.Tags), q, func(x *openstack.SecurityGroup) bool {
-		return matchQuery(q, obj{tags: x.Tags, name: x.Name, descr: x.Description})
+		return matchQuery(q, obj{tags: x.Tags, name: x.Name, descr: x.Description, project: x.ProjectID})
 	}, copyGroup), nil
 }
 

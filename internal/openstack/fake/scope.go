@@ -66,13 +66,18 @@ func (n *Neutron) listed(method string, f openstack.Filter, ids ...string) {
 	n.lists.add(x)
 }
 
-// Unscoped returns the listings so far that the cluster's tag, its networks or named objects did not scope:
-// each would read every object of its kind in the cloud that Raven's credentials see. A listing is scoped
-// when its tags hold the cluster's; when it names an object (ID, DeviceID: one device's ports); when every
-// network it is by (NetworkID, NetworkIDs) carried the cluster's tag; and, for PortsWithAddress and
-// ListTrunks, when it names a subnet or parent ports. A lookup by name alone is not scoped.
+// Unscoped returns the listings so far that the cluster's tag, its networks, Raven's project or named objects
+// did not scope: each would read every object of its kind in the cloud that Raven's credentials see. A
+// listing is scoped when its tags hold the cluster's; when it names an object (ID, DeviceID: one device's
+// ports); when it is by Raven's project (the fake's Project); when it is of external networks (an admin's,
+// which every project sees); when every network it is by (NetworkID, NetworkIDs) carried the cluster's tag;
+// and, for PortsWithAddress and ListTrunks, when it names a subnet or parent ports. A lookup by name or
+// description alone is not scoped.
 func (n *Neutron) Unscoped(cluster string) []Listing {
-	return n.lists.unscoped(cluster, neutronScoped)
+	project := n.ProjectID()
+	return n.lists.unscoped(cluster, func(x Listing, cluster string) bool {
+		return project != "" && x.Filter.ProjectID == project || neutronScoped(x, cluster)
+	})
 }
 
 func neutronScoped(x Listing, cluster string) bool {
@@ -81,7 +86,7 @@ func neutronScoped(x Listing, cluster string) bool {
 		return len(x.IDs) > 0 && !slices.Contains(x.IDs, "")
 	}
 	f := x.Filter
-	if slices.Contains(f.Tags, clusterTag(cluster)) || f.ID != "" || f.DeviceID != "" {
+	if slices.Contains(f.Tags, clusterTag(cluster)) || f.ID != "" || f.DeviceID != "" || f.External {
 		return true
 	}
 	nets := slices.Clone(f.NetworkIDs)

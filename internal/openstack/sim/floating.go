@@ -14,7 +14,7 @@ func (s *Sim) floatingIPRoutes(rs routes) {
 }
 
 func (s *Sim) listFloatingIPs(c *call) (reply, error) {
-	q, err := parseQuery(c.query, append([]string{"description"}, tagKeys...)...)
+	q, err := parseQuery(c.query, append([]string{"project_id", "description"}, tagKeys...)...)
 	if err != nil {
 		return reply{}, err
 	}

@@ -112,7 +112,7 @@ func (s *Sim) getExtension(c *call) (reply, error) {
 }
 
 func (s *Sim) listNetworks(c *call) (reply, error) {
-	q, err := parseQuery(c.query, append([]string{"name", "description"}, tagKeys...)...)
+	q, err := parseQuery(c.query, append([]string{"project_id", "name", "description", "router:external"}, tagKeys...)...)
 	if err != nil {
 		return reply{}, err
 	}

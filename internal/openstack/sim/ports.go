@@ -16,7 +16,7 @@ func (s *Sim) portRoutes(rs routes) {
 }
 
 // portFilters are the filters a port list takes.
-var portFilters = append([]string{"name", "description", "network_id", "device_id", "device_owner", "fixed_ips"}, tagKeys...)
+var portFilters = append([]string{"project_id", "name", "description", "network_id", "device_id", "device_owner", "fixed_ips"}, tagKeys...)
 
 func (s *Sim) listPorts(c *call) (reply, error) {
 	q, err := parseQuery(c.query, portFilters...)

@@ -27,8 +27,20 @@ var setters = map[string]func(q *listQuery, key string, vals []string) error{
 		}
 		return nil
 	},
-	"marker":          single(func(q *listQuery) *string { return &q.Marker }),
-	"id":              single(func(q *listQuery) *string { return &q.ID }),
+	"marker":     single(func(q *listQuery) *string { return &q.Marker }),
+	"id":         single(func(q *listQuery) *string { return &q.ID }),
+	"project_id": single(func(q *listQuery) *string { return &q.ProjectID }),
+	"router:external": func(q *listQuery, key string, vals []string) error {
+		v, err := one(key, vals)
+		if err != nil {
+			return err
+		}
+		if v != "true" && v != "True" {
+			return bad("the simulator filters %s by true only, not %q", key, v)
+		}
+		q.External = true
+		return nil
+	},
 	"name":            single(func(q *listQuery) *string { return &q.Name }),
 	"description":     single(func(q *listQuery) *string { return &q.Description }),
 	"network_id":      networkIDs,

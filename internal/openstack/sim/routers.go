@@ -5,7 +5,7 @@ import (
 )
 
 func (s *Sim) listRouters(c *call) (reply, error) {
-	q, err := parseQuery(c.query, append([]string{"name", "description"}, tagKeys...)...)
+	q, err := parseQuery(c.query, append([]string{"project_id", "name", "description"}, tagKeys...)...)
 	if err != nil {
 		return reply{}, err
 	}

@@ -18,7 +18,7 @@ func (s *Sim) securityRoutes(rs routes) {
 }
 
 func (s *Sim) listGroups(c *call) (reply, error) {
-	q, err := parseQuery(c.query, append([]string{"name", "description"}, tagKeys...)...)
+	q, err := parseQuery(c.query, append([]string{"project_id", "name", "description"}, tagKeys...)...)
 	if err != nil {
 		return reply{}, err
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 func (s *Sim) listSubnets(c *call) (reply, error) {
-	q, err := parseQuery(c.query, append([]string{"name", "description", "network_id"}, tagKeys...)...)
+	q, err := parseQuery(c.query, append([]string{"project_id", "name", "description", "network_id"}, tagKeys...)...)
 	if err != nil {
 		return reply{}, err
 	}
@@ -98,7 +98,7 @@ func (s *Sim) deleteSubnet(c *call) (reply, error) {
 }
 
 func (s *Sim) listSubnetPools(c *call) (reply, error) {
-	q, err := parseQuery(c.query, append([]string{"id", "name", "description"}, tagKeys...)...)
+	q, err := parseQuery(c.query, append([]string{"project_id", "id", "name", "description"}, tagKeys...)...)
 	if err != nil {
 		return reply{}, err
 	}
