@@ -346,29 +346,17 @@ func (vt *vmTrunk) where(portIDs []string) []Subport {
 }
 
 // Detach takes the port off the trunk that carries it, if one does: Neutron refuses to delete a subport.
-// The trunks Raven knows are looked at first, then those of the node VMs' ports on the worker subnet (never
-// every trunk of the cloud: with an admin's credentials, that is every project's).
+// The trunks Raven knows are looked at first, then those of the node VMs' ports on the worker subnet, or,
+// without one (the nested configuration removed while nested pods remain), the trunks of Raven's project, which
+// are the only ones it may change; never every trunk of the cloud (with an admin's credentials, that is every
+// project's).
 func (t *Trunks) Detach(ctx context.Context, portID string) error {
 	if vt := t.carrier(portID); vt != nil {
 		return vt.group(&vt.nextDetach, []string{portID}, func(ports []string) error { return t.removeLocked(ctx, vt, ports) })
 	}
-	if t.WorkerSubnetID == "" {
-		return fmt.Errorf("port %s: no trunk Raven knows carries it, and without nested.workerSubnetID the node VMs' trunks, which may, cannot be looked at", portID)
-	}
-	vms, err := t.N.PortsWithAddress(ctx, t.WorkerSubnetID, "")
+	trunks, err := t.candidates(ctx)
 	if err != nil {
-		return err
-	}
-	if len(vms) == 0 {
-		return nil
-	}
-	parents := make([]string, len(vms))
-	for i, p := range vms {
-		parents[i] = p.ID
-	}
-	trunks, err := t.N.ListTrunks(ctx, parents...)
-	if err != nil {
-		return err
+		return fmt.Errorf("port %s: no trunk Raven knows carries it: %w", portID, err)
 	}
 	for _, tr := range trunks {
 		if slices.ContainsFunc(tr.Subports, func(s openstack.Subport) bool { return s.PortID == portID }) {
@@ -376,6 +364,26 @@ func (t *Trunks) Detach(ctx context.Context, portID string) error {
 		}
 	}
 	return nil
+}
+
+// candidates are the trunks that may carry a port Raven did not attach since it started: those of the node VMs'
+// ports on the worker subnet, else those of Raven's project.
+func (t *Trunks) candidates(ctx context.Context) ([]openstack.Trunk, error) {
+	if t.WorkerSubnetID == "" {
+		if p := t.N.ProjectID(); p != "" {
+			return t.N.ListProjectTrunks(ctx, p)
+		}
+		return nil, fmt.Errorf("without nested.workerSubnetID, nor a project in Raven's credentials, the node VMs' trunks, which may carry it, cannot be looked at")
+	}
+	vms, err := t.N.PortsWithAddress(ctx, t.WorkerSubnetID, "")
+	if err != nil || len(vms) == 0 {
+		return nil, err
+	}
+	parents := make([]string, len(vms))
+	for i, p := range vms {
+		parents[i] = p.ID
+	}
+	return t.N.ListTrunks(ctx, parents...)
 }
 
 // removeLocked takes the ports vt still carries off it in one remove_subports (a port alone that Neutron says

@@ -374,16 +374,7 @@ func TestTrunksAttachAtKeepsTheVLANOfAPortMadeAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n, nodes, trunks := vmNeutron(t)
 			x := &Trunks{N: n, WorkerSubnetID: "workers"}
-			var b string
-			for i, name := range []string{"a", "b", "c"} {
-				p := subportCandidate(t, n, name)
-				if s, err := x.Attach(ctx, nodes["vm-1"], p); err != nil || s.VLAN != i+1 {
-					t.Fatalf("port %s: %+v, %v; want VLAN %d", name, s, err, i+1)
-				}
-				if name == "b" {
-					b = p
-				}
-			}
+			b := attachABC(ctx, t, n, x, nodes["vm-1"])
 			tr := trunks["vm-1"].ID
 			tc.oob(t, n, tr, b)
 			s, err := x.AttachAt(ctx, nodes["vm-1"], subportCandidate(t, n, "b-again"), tc.keep)
@@ -393,14 +384,36 @@ func TestTrunksAttachAtKeepsTheVLANOfAPortMadeAgain(t *testing.T) {
 			if s.VLAN != tc.want || s.TrunkID != tr {
 				t.Errorf("the port made again is at %+v, want VLAN %d on trunk %s", s, tc.want, tr)
 			}
-			seen := map[int]string{}
-			for _, sp := range n.Trunks[tr].Subports {
-				if p, dup := seen[sp.SegmentationID]; dup {
-					t.Fatalf("VLAN %d is on %s and %s", sp.SegmentationID, p, sp.PortID)
-				}
-				seen[sp.SegmentationID] = sp.PortID
-			}
+			noVLANTwice(t, n.Trunks[tr].Subports)
 		})
+	}
+}
+
+// attachABC attaches ports a, b and c to vm's trunk (VLANs 1, 2, 3) and returns b's ID.
+func attachABC(ctx context.Context, t *testing.T, n *fake.Neutron, x *Trunks, vm VMNode) string {
+	t.Helper()
+	var b string
+	for i, name := range []string{"a", "b", "c"} {
+		p := subportCandidate(t, n, name)
+		if s, err := x.Attach(ctx, vm, p); err != nil || s.VLAN != i+1 {
+			t.Fatalf("port %s: %+v, %v; want VLAN %d", name, s, err, i+1)
+		}
+		if name == "b" {
+			b = p
+		}
+	}
+	return b
+}
+
+// noVLANTwice fails t when two subports share a VLAN.
+func noVLANTwice(t *testing.T, subports []openstack.Subport) {
+	t.Helper()
+	seen := map[int]string{}
+	for _, sp := range subports {
+		if p, dup := seen[sp.SegmentationID]; dup {
+			t.Fatalf("VLAN %d is on %s and %s", sp.SegmentationID, p, sp.PortID)
+		}
+		seen[sp.SegmentationID] = sp.PortID
 	}
 }
 

@@ -21,44 +21,8 @@ func TestListingsAreScopedToTheCluster(t *testing.T) {
 		name string
 		run  func(t *testing.T, n *fake.Neutron)
 	}{
-		{"ensuring the cluster with a configured subnet pool reads that pool alone", func(t *testing.T, n *fake.Neutron) {
-			for _, p := range []string{"10.50.0.0/16", "10.60.0.0/16"} { // another project's pool first
-				if _, err := n.CreateSubnetPool(ctx, openstack.SubnetPoolSpec{Name: p, Prefixes: []string{p}, PrefixLength: 24}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var mine string
-			for id, p := range n.Pools {
-				if p.Name == "10.60.0.0/16" {
-					mine = id
-				}
-			}
-			c := &Cluster{ID: "c1", SubnetPoolID: mine}
-			err := c.readPoolPrefixes(ctx, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(c.PodPrefixes) != 1 || c.PodPrefixes[0] != "10.60.0.0/16" {
-				t.Fatalf("pod prefixes %v, want the configured pool's", c.PodPrefixes)
-			}
-		}},
-		{"adopting the ports that lost their tags looks at the cluster's networks", func(t *testing.T, n *fake.Neutron) {
-			m, nn := setupNamespace(t, n)
-			n.ForgetListings()
-			owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: "u1", Name: "ns/p"}
-			n.DropTags = 1
-			p, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner,
-				Description: Marker(owner.Tags()), Tags: owner.Tags()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, err := m.AdoptMarked(ctx); err != nil || got != 1 {
-				t.Fatalf("AdoptMarked = %d, %v; want the port tagged", got, err)
-			}
-			if !ownership.Owns("c1", n.Ports[p.ID].Tags) {
-				t.Fatalf("the port has tags %v, want the pod's", n.Ports[p.ID].Tags)
-			}
-		}},
+		{"ensuring the cluster with a configured subnet pool reads that pool alone", readsTheConfiguredPoolAlone},
+		{"adopting the ports that lost their tags looks at the cluster's networks", adoptsOnTheClustersNetworks},
 		{"taking a port off a trunk this Raven did not attach it to looks at the node VMs' trunks", func(t *testing.T, n *fake.Neutron) {
 			vm := &openstack.Port{ID: "vmport", NetworkID: "workers-net", FixedIPs: []openstack.FixedIP{{SubnetID: "workers", IPAddress: "192.168.0.11"}}}
 			n.Ports[vm.ID] = vm
@@ -97,6 +61,50 @@ func TestListingsAreScopedToTheCluster(t *testing.T) {
 				t.Errorf("%s by %+v (of %v) is not scoped to the cluster", l.Method, l.Filter, l.IDs)
 			}
 		})
+	}
+}
+
+// readsTheConfiguredPoolAlone: with neutron.podSubnetPoolID set, the cluster reads that pool, not every pool.
+func readsTheConfiguredPoolAlone(t *testing.T, n *fake.Neutron) {
+	ctx := context.Background()
+	for _, p := range []string{"10.50.0.0/16", "10.60.0.0/16"} { // another project's pool first
+		if _, err := n.CreateSubnetPool(ctx, openstack.SubnetPoolSpec{Name: p, Prefixes: []string{p}, PrefixLength: 24}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mine string
+	for id, p := range n.Pools {
+		if p.Name == "10.60.0.0/16" {
+			mine = id
+		}
+	}
+	c := &Cluster{ID: "c1", SubnetPoolID: mine}
+	err := c.readPoolPrefixes(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.PodPrefixes) != 1 || c.PodPrefixes[0] != "10.60.0.0/16" {
+		t.Fatalf("pod prefixes %v, want the configured pool's", c.PodPrefixes)
+	}
+}
+
+// adoptsOnTheClustersNetworks: the ports that lost their tags are looked for on the cluster's networks.
+func adoptsOnTheClustersNetworks(t *testing.T, n *fake.Neutron) {
+	ctx := context.Background()
+	m, nn := setupNamespace(t, n)
+	n.ForgetListings()
+	owner := ownership.Owner{Cluster: "c1", Kind: ownership.KindPod, UID: "u1", Name: "ns/p"}
+	n.DropTags = 1
+	p, err := n.CreatePort(ctx, openstack.PortSpec{NetworkID: nn.Network.ID, DeviceOwner: DeviceOwner,
+		Description: Marker(owner.Tags()), Tags: owner.Tags()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.AdoptMarked(ctx); err != nil || got != 1 {
+		t.Fatalf("AdoptMarked = %d, %v; want the port tagged", got, err)
+	}
+	if !ownership.Owns("c1", n.Ports[p.ID].Tags) {
+		t.Fatalf("the port has tags %v, want the pod's", n.Ports[p.ID].Tags)
 	}
 }
 

@@ -85,6 +85,9 @@ type Networking interface {
 	// ListTrunks lists the trunks whose parent is one of the ports (none or one each). It refuses (ErrUnscoped)
 	// to list without a port, or with an empty one: that would be every trunk of the cloud.
 	ListTrunks(ctx context.Context, parentPortIDs ...string) ([]Trunk, error)
+	// ListProjectTrunks lists the trunks of one project (Raven's: the node VMs' trunks it attaches to). It
+	// refuses (ErrUnscoped) an empty project.
+	ListProjectTrunks(ctx context.Context, projectID string) ([]Trunk, error)
 	GetTrunk(ctx context.Context, id string) (*Trunk, error)
 	// AddSubports adds ports to a trunk; Neutron refuses (409) a segmentation ID the trunk already carries
 	// and a port that is a subport already.

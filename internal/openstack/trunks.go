@@ -13,10 +13,11 @@ import (
 
 // Trunk is a VLAN-aware VM's trunk: its parent port (the VM's NIC) and the subports it carries.
 type Trunk struct {
-	ID       string    `json:"id"`
-	PortID   string    `json:"port_id"`
-	Status   string    `json:"status"`
-	Subports []Subport `json:"sub_ports"`
+	ID        string    `json:"id"`
+	PortID    string    `json:"port_id"`
+	ProjectID string    `json:"project_id"`
+	Status    string    `json:"status"`
+	Subports  []Subport `json:"sub_ports"`
 }
 
 // Subport is a port a trunk carries, its frames tagged with SegmentationID on the parent port.
@@ -60,6 +61,14 @@ func (n *neutron) ListTrunks(ctx context.Context, parentPortIDs ...string) ([]Tr
 		out = append(out, got...)
 	}
 	return out, nil
+}
+
+func (n *neutron) ListProjectTrunks(ctx context.Context, projectID string) ([]Trunk, error) {
+	if projectID == "" {
+		return nil, wrap("neutron trunk list", ErrUnscoped)
+	}
+	return allPages[Trunk](ctx, "neutron trunk list", trunks.List(n.c, trunks.ListOpts{ProjectID: projectID}),
+		func(p pagination.Page, v any) error { return p.(trunks.TrunkPage).ExtractIntoSlicePtr(v, "trunks") })
 }
 
 // trunksOf is a trunk list's query for the trunks of any of the parent ports (port_id repeated).

@@ -154,28 +154,38 @@ type obj struct {
 	external                                         bool
 }
 
+// match says o passes every part of f that is set.
 func match(f openstack.Filter, o obj) bool {
+	return matchTags(f, o.tags) && matchFields(f, o)
+}
+
+// matchTags: o carries every tag of f.Tags and none of f.NotTagsAny.
+func matchTags(f openstack.Filter, tags []string) bool {
 	for _, t := range f.Tags {
-		if !slices.Contains(o.tags, t) {
+		if !slices.Contains(tags, t) {
 			return false
 		}
 	}
 	for _, t := range f.NotTagsAny {
-		if slices.Contains(o.tags, t) {
+		if slices.Contains(tags, t) {
 			return false
 		}
 	}
-	if f.DeviceOwner != "" && f.DeviceOwner != o.owner {
+	return true
+}
+
+// matchFields: o has every field value f names.
+func matchFields(f openstack.Filter, o obj) bool {
+	if f.NetworkIDs != nil && !slices.Contains(f.NetworkIDs, o.network) || f.External && !o.external {
 		return false
 	}
-	if f.NetworkIDs != nil && !slices.Contains(f.NetworkIDs, o.network) || f.ID != "" && f.ID != o.id {
-		return false
+	for _, c := range [][2]string{{f.DeviceOwner, o.owner}, {f.ID, o.id}, {f.ProjectID, o.project}, {f.NetworkID, o.network},
+		{f.DeviceID, o.device}, {f.Name, o.name}, {f.Description, o.descr}} {
+		if c[0] != "" && c[0] != c[1] {
+			return false
+		}
 	}
-	if f.ProjectID != "" && f.ProjectID != o.project || f.External && !o.external {
-		return false
-	}
-	return (f.NetworkID == "" || f.NetworkID == o.network) && (f.DeviceID == "" || f.DeviceID == o.device) &&
-		(f.Name == "" || f.Name == o.name) && (f.Description == "" || f.Description == o.descr)
+	return true
 }
 
 // ProjectID implements openstack.Networking.

@@ -21,7 +21,7 @@ func (n *Neutron) AddTrunk(parentPortID string) *openstack.Trunk {
 
 func (n *Neutron) addTrunkLocked(parentPortID string) *openstack.Trunk {
 	n.seq++
-	t := &openstack.Trunk{ID: fmt.Sprintf("trunk-%d", n.seq), PortID: parentPortID, Status: "ACTIVE"}
+	t := &openstack.Trunk{ID: fmt.Sprintf("trunk-%d", n.seq), PortID: parentPortID, ProjectID: n.Project, Status: "ACTIVE"}
 	if n.UUIDs {
 		t.ID = newID(true, "trunk", n.seq)
 	}
@@ -81,6 +81,28 @@ func (n *Neutron) ListTrunks(_ context.Context, parentPortIDs ...string) ([]open
 	var out []openstack.Trunk
 	for _, t := range n.Trunks {
 		if slices.Contains(parentPortIDs, t.PortID) {
+			c := *t
+			c.Subports = slices.Clone(t.Subports)
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// ListProjectTrunks implements openstack.Networking; like it, it refuses to list without a project.
+func (n *Neutron) ListProjectTrunks(_ context.Context, projectID string) ([]openstack.Trunk, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.enter("ListTrunks", false); err != nil {
+		return nil, err
+	}
+	n.listed("ListTrunks", openstack.Filter{ProjectID: projectID})
+	if projectID == "" {
+		return nil, openstack.ErrUnscoped
+	}
+	var out []openstack.Trunk
+	for _, t := range n.Trunks {
+		if t.ProjectID == projectID {
 			c := *t
 			c.Subports = slices.Clone(t.Subports)
 			out = append(out, c)
