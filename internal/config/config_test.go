@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/yaml"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -108,20 +106,12 @@ func TestLoadAndFlags(t *testing.T) {
 
 // The configuration shipped in deploy/ must load (unknown fields are errors) and validate.
 func TestDeployedConfigLoads(t *testing.T) {
-	raw, err := os.ReadFile("../../deploy/config.yaml")
+	// deploy/kustomization.yaml makes the ConfigMap raven-config of this file.
+	raw, err := os.ReadFile("../../deploy/raven.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cm struct {
-		Data map[string]string `json:"data"`
-	}
-	if err := yaml.Unmarshal([]byte(strings.SplitN(string(raw), "\n---", 2)[0]), &cm); err != nil {
-		t.Fatal(err)
-	}
-	body, ok := cm.Data["raven.yaml"]
-	if !ok {
-		t.Fatal("deploy/config.yaml has no raven.yaml")
-	}
+	body := string(raw)
 	o, err := Load(writeFile(t, body))
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/raven-net/raven/internal/config"
@@ -22,13 +23,37 @@ import (
 // deployDir is the kustomize base an operator applies.
 const deployDir = "../../deploy"
 
-// shipped reads every document of the base's own files (deploy/node has its own test), keyed by kind.
-func shipped(t *testing.T) map[string][][]byte {
+// kustomization is what these tests read of a kustomization.yaml.
+type kustomization struct {
+	Namespace          string
+	Resources          []string
+	ConfigMapGenerator []struct {
+		Name    string
+		Files   []string
+		Options *generatorOptions
+	} `json:"configMapGenerator"`
+	GeneratorOptions *generatorOptions `json:"generatorOptions"`
+}
+
+type generatorOptions struct {
+	DisableNameSuffixHash bool `json:"disableNameSuffixHash"`
+}
+
+// readKustomization reads dir's kustomization.yaml (dir relative to deploy/).
+func readKustomization(t *testing.T, dir string) kustomization {
 	t.Helper()
-	var k struct{ Resources []string }
-	if err := yaml.Unmarshal(readFile(t, "kustomization.yaml"), &k); err != nil {
+	var k kustomization
+	if err := yaml.Unmarshal(readFile(t, filepath.Join(dir, "kustomization.yaml")), &k); err != nil {
 		t.Fatal(err)
 	}
+	return k
+}
+
+// shipped reads every document of the base's own files (deploy/node has its own test), keyed by kind, and the
+// ConfigMaps its generators make (without the name suffix kustomize gives them).
+func shipped(t *testing.T) map[string][][]byte {
+	t.Helper()
+	k := readKustomization(t, ".")
 	docs := map[string][][]byte{}
 	for _, r := range k.Resources {
 		if !strings.HasSuffix(r, ".yaml") {
@@ -41,6 +66,22 @@ func shipped(t *testing.T) map[string][][]byte {
 			}
 			docs[meta.Kind] = append(docs[meta.Kind], doc)
 		}
+	}
+	for _, g := range k.ConfigMapGenerator {
+		cm := corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, Data: map[string]string{}}
+		cm.Name, cm.Namespace = g.Name, k.Namespace
+		for _, f := range g.Files {
+			key, path, ok := strings.Cut(f, "=")
+			if !ok {
+				key, path = filepath.Base(f), f
+			}
+			cm.Data[key] = string(readFile(t, path))
+		}
+		doc, err := yaml.Marshal(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs["ConfigMap"] = append(docs["ConfigMap"], doc)
 	}
 	return docs
 }
@@ -58,8 +99,13 @@ func readFile(t *testing.T, name string) []byte {
 func deployedOptions(t *testing.T, docs map[string][][]byte, c corev1.Container, hostIP string) config.Options {
 	t.Helper()
 	var cm corev1.ConfigMap
-	if err := yaml.Unmarshal(docs["ConfigMap"][0], &cm); err != nil {
-		t.Fatal(err)
+	for _, doc := range docs["ConfigMap"] {
+		if err := yaml.Unmarshal(doc, &cm); err != nil {
+			t.Fatal(err)
+		}
+		if cm.Name == "raven-config" {
+			break
+		}
 	}
 	file := filepath.Join(t.TempDir(), "raven.yaml")
 	if err := os.WriteFile(file, []byte(cm.Data["raven.yaml"]), 0o600); err != nil {
@@ -208,8 +254,8 @@ func checkListenAddrs(t *testing.T, c corev1.Container, o config.Options, hostIP
 func checkPlacement(t *testing.T, d *appsv1.Deployment) {
 	t.Helper()
 	spec := d.Spec.Template.Spec
-	if !spec.HostNetwork || spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
-		t.Errorf("hostNetwork %v, dnsPolicy %q: Raven's own pod would wait for a Neutron port that only Raven makes", spec.HostNetwork, spec.DNSPolicy)
+	if !spec.HostNetwork {
+		t.Error("hostNetwork is off: Raven's own pod would wait for a Neutron port that only Raven makes")
 	}
 	if _, ok := spec.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok {
 		t.Errorf("node selector %v: nothing keeps Raven and its cloud credentials off the workers", spec.NodeSelector)
@@ -250,5 +296,100 @@ func TestNestedComponentIsOptional(t *testing.T) {
 		if meta.Metadata.Namespace != base.Namespace {
 			t.Errorf("deploy/nested/%s is in namespace %q, want the base's %q", r, meta.Metadata.Namespace, base.Namespace)
 		}
+	}
+}
+
+// Raven and raven-node run in the node's network and resolve names (Keystone's and the catalog's endpoints, the
+// API server's) with the node's resolver: cluster DNS is a Service whose pods get their network from Raven, so
+// ClusterFirstWithHostNet would leave them without a name server until Raven runs.
+func TestShippedDNSPolicyIsTheNodes(t *testing.T) {
+	for _, file := range []string{"deployment.yaml", "node/daemonset.yaml", "nested/daemonset.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			var w struct {
+				Spec struct{ Template corev1.PodTemplateSpec }
+			}
+			if err := yaml.Unmarshal(readFile(t, file), &w); err != nil {
+				t.Fatal(err)
+			}
+			spec := w.Spec.Template.Spec
+			if !spec.HostNetwork || spec.DNSPolicy != corev1.DNSDefault {
+				t.Errorf("hostNetwork %v, dnsPolicy %q: want the node's network and its resolver (dnsPolicy Default), which do not wait for the pod network Raven makes", spec.HostNetwork, spec.DNSPolicy)
+			}
+		})
+	}
+}
+
+// raven-system holds raven-node, privileged in the node's network: a cluster whose Pod Security admission
+// enforces baseline or restricted by default would refuse its pods unless the namespace says privileged, and says
+// it for audit and warn too, so that nothing reports the DaemonSet as a violation.
+func TestShippedNamespaceIsPrivileged(t *testing.T) {
+	var ns corev1.Namespace
+	if err := yaml.UnmarshalStrict(readFile(t, "node/namespace.yaml"), &ns); err != nil {
+		t.Fatal(err)
+	}
+	if ns.Name != readKustomization(t, ".").Namespace {
+		t.Fatalf("deploy/node/namespace.yaml holds %q, not the base's namespace", ns.Name)
+	}
+	for _, mode := range []string{"enforce", "audit", "warn"} {
+		if l := "pod-security.kubernetes.io/" + mode; ns.Labels[l] != "privileged" {
+			t.Errorf("label %s=%q: want privileged, or Pod Security admission refuses (or reports) raven-node", l, ns.Labels[l])
+		}
+	}
+}
+
+// A configuration applied again with a changed content rolls the pods that read it: each shipped ConfigMap is
+// made by a configMapGenerator whose name suffix (a hash of the content) is kept, and every workload that mounts
+// it names it, so that kustomize gives the pod template the new name.
+func TestShippedConfigRollsItsPods(t *testing.T) {
+	for _, tc := range []struct {
+		dir, configMap string
+		workloads      []string
+	}{
+		{".", "raven-config", []string{"deployment.yaml"}},
+		{"node", "raven-node-cni", []string{"node/daemonset.yaml", "nested/daemonset.yaml"}},
+	} {
+		t.Run(tc.configMap, func(t *testing.T) {
+			k := readKustomization(t, tc.dir)
+			generated := false
+			for _, g := range k.ConfigMapGenerator {
+				if g.Name != tc.configMap {
+					continue
+				}
+				generated = true
+				if (g.Options != nil && g.Options.DisableNameSuffixHash) || (k.GeneratorOptions != nil && k.GeneratorOptions.DisableNameSuffixHash) {
+					t.Errorf("%s is generated without its name suffix: a changed content leaves the pods as they are", tc.configMap)
+				}
+			}
+			if !generated {
+				t.Errorf("%s makes no %s with a configMapGenerator: a change to it needs a manual restart", filepath.Join("deploy", tc.dir), tc.configMap)
+			}
+			for _, r := range k.Resources {
+				if !strings.HasSuffix(r, ".yaml") {
+					continue
+				}
+				for _, doc := range bytes.Split(readFile(t, filepath.Join(tc.dir, r)), []byte("\n---\n")) {
+					var meta metav1.PartialObjectMetadata
+					if err := yaml.Unmarshal(doc, &meta); err != nil {
+						t.Fatal(err)
+					}
+					if meta.Kind == "ConfigMap" && meta.Name == tc.configMap {
+						t.Errorf("%s holds %s as a plain resource, which kustomize never renames", filepath.Join("deploy", tc.dir, r), tc.configMap)
+					}
+				}
+			}
+			for _, w := range tc.workloads {
+				var obj struct {
+					Spec struct{ Template corev1.PodTemplateSpec }
+				}
+				if err := yaml.Unmarshal(readFile(t, w), &obj); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.ContainsFunc(obj.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+					return v.ConfigMap != nil && v.ConfigMap.Name == tc.configMap
+				}) {
+					t.Errorf("deploy/%s mounts no %s", w, tc.configMap)
+				}
+			}
+		})
 	}
 }

@@ -71,19 +71,16 @@ func checkMounts(t *testing.T, c corev1.Container, o *Options) {
 	}
 }
 
-// checkShippedConflist: the conflist of deploy/node/cni-config.yaml fits the daemon's socket.
+// checkShippedConflist: the conflist deploy/node's configMapGenerator makes the ConfigMap raven-node-cni of
+// fits the daemon's socket.
 func checkShippedConflist(t *testing.T, o *Options) {
 	t.Helper()
-	rawCM, err := os.ReadFile("../../../deploy/node/cni-config.yaml")
+	raw, err := os.ReadFile(filepath.Join("../../../deploy/node", ConflistName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cm corev1.ConfigMap
-	if err := yaml.UnmarshalStrict(rawCM, &cm); err != nil {
-		t.Fatal(err)
-	}
 	file := filepath.Join(t.TempDir(), ConflistName)
-	if err := os.WriteFile(file, []byte(cm.Data[ConflistName]), 0o600); err != nil {
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conflistBytes(file, o.Socket); err != nil {
