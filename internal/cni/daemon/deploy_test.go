@@ -1,15 +1,19 @@
 package daemon
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/raven-net/raven/internal/cni/wire"
 )
 
 // The DaemonSet and conflist shipped in deploy/node must agree with raven-node's flags.
@@ -85,5 +89,30 @@ func checkShippedConflist(t *testing.T, o *Options) {
 	}
 	if _, err := conflistBytes(file, o.Socket); err != nil {
 		t.Errorf("the shipped conflist does not fit the DaemonSet: %v", err)
+	}
+	checkConflistVersions(t, raw, o)
+}
+
+// checkConflistVersions: the DaemonSet installs the shipped file under raven-node's name, and the file offers the
+// versions the generated conflist does (cniVersion 1.0.0, for containerd 1.7's libcni).
+func checkConflistVersions(t *testing.T, shippedRaw []byte, o *Options) {
+	t.Helper()
+	if filepath.Base(o.CNIConflist) != ConflistName {
+		t.Errorf("--cni-conflist=%s: want the file %s, the name raven-node installs", o.CNIConflist, ConflistName)
+	}
+	type versions struct {
+		CNIVersion  string   `json:"cniVersion"`
+		CNIVersions []string `json:"cniVersions"`
+	}
+	var shipped, generated versions
+	gen, _ := wire.Conflist(o.Socket)
+	if err := json.Unmarshal(shippedRaw, &shipped); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(gen, &generated); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(shipped, generated) {
+		t.Errorf("the shipped conflist's versions %+v, want the generated one's %+v", shipped, generated)
 	}
 }

@@ -11,8 +11,13 @@ import (
 	"github.com/raven-net/raven/internal/cni/wire"
 )
 
-// ConflistName is the file raven-node writes into the CNI configuration directory.
-const ConflistName = "10-raven.conflist"
+// ConflistName is the file raven-node writes into the CNI configuration directory. Runtimes use the first
+// configuration of the directory in lexical order, so the name sorts before the usual ones (05-cilium,
+// 10-calico, 10-containerd-net).
+const ConflistName = "00-raven.conflist"
+
+// formerConflistName is the name of the conflist of former releases, removed at install when it is Raven's.
+const formerConflistName = "10-raven.conflist"
 
 // Install copies the plugin binary into binDir as raven-cni and writes the conflist naming socket into
 // confDir: the given one (conflist, a file) when set, else a generated one. Both land atomically (written
@@ -38,6 +43,24 @@ func Install(plugin, binDir, confDir, socket, conflist string) error {
 		return err
 	}); err != nil {
 		return fmt.Errorf("writing the CNI configuration: %w", err)
+	}
+	return removeFormerConflist(filepath.Join(confDir, formerConflistName))
+}
+
+// removeFormerConflist removes the conflist a former release installed under its former name, when it is
+// Raven's (it names raven-cni); anything else of that name is left alone.
+func removeFormerConflist(path string) error {
+	list, err := libcni.ConfListFromFile(path)
+	if err != nil {
+		return nil // none, or not a conflist: not Raven's
+	}
+	for _, p := range list.Plugins {
+		if p.Network.Type == wire.PluginType {
+			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("removing the former CNI configuration %s: %w", path, err)
+			}
+			return nil
+		}
 	}
 	return nil
 }

@@ -101,3 +101,44 @@ func TestInstallAGivenConflist(t *testing.T) {
 		})
 	}
 }
+
+// An upgrade from the release that installed 10-raven.conflist removes that file when it is Raven's, and only then.
+func TestInstallRemovesTheFormerConflist(t *testing.T) {
+	tests := []struct {
+		name     string
+		former   string
+		wantKept bool
+	}{
+		{name: "Raven's former conflist goes",
+			former: `{"cniVersion":"1.1.0","name":"raven","plugins":[{"type":"raven-cni","socket":"/run/raven/cni.sock"}]}`},
+		{name: "another network's file of that name stays", wantKept: true,
+			former: `{"cniVersion":"1.0.0","name":"other","plugins":[{"type":"bridge"}]}`},
+		{name: "a file that is no conflist stays", former: `{`, wantKept: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			plugin, conf := filepath.Join(dir, "p"), filepath.Join(dir, "net.d")
+			if err := os.WriteFile(plugin, []byte("#!/bin/sh\n"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(conf, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			former := filepath.Join(conf, "10-raven.conflist")
+			if err := os.WriteFile(former, []byte(tt.former), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := Install(plugin, filepath.Join(dir, "bin"), conf, "/run/raven/cni.sock", ""); err != nil {
+				t.Fatal(err)
+			}
+			_, err := os.Stat(former)
+			if kept := err == nil; kept != tt.wantKept {
+				t.Errorf("10-raven.conflist kept %v, want %v", kept, tt.wantKept)
+			}
+			if _, err := os.Stat(filepath.Join(conf, ConflistName)); err != nil {
+				t.Errorf("%s not installed: %v", ConflistName, err)
+			}
+		})
+	}
+}

@@ -50,17 +50,17 @@ func BindFlags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.Socket, "socket", wire.DefaultSocket, "unix socket raven-cni talks to (directory 0700, socket 0600)")
 	fs.StringVar(&o.OVSDB, "ovs-db", "", "OVS database, passed as --db= to ovs-vsctl; empty means ovs-vsctl's default")
 	fs.StringVar(&o.Bridge, "bridge", "br-int", "OVN integration bridge the pods are plugged into")
-	fs.StringVar(&o.OVSRunDir, "ovs-rundir", "", "when set, STATUS checks that ovs-vswitchd answers on its control socket there")
-	fs.StringVar(&o.OVNRunDir, "ovn-rundir", "", "when set, STATUS checks that ovn-controller answers on its control socket there")
+	fs.StringVar(&o.OVSRunDir, "ovs-rundir", "", "when set, /healthz (raven-node's readiness, not CNI STATUS) checks that ovs-vswitchd answers on its control socket there")
+	fs.StringVar(&o.OVNRunDir, "ovn-rundir", "", "when set, /healthz (raven-node's readiness, not CNI STATUS) checks that ovn-controller answers on its control socket there")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", 2*time.Minute,
 		"how long ADD waits for the port annotation and ovn-installed (the kubelet's CRI timeout is 2m)")
 	fs.StringVar(&o.DatapathNetns, "datapath-netns", "", "path of the network namespace where this node's ovs-vswitchd runs, "+
 		"which gets the host ends of the pods' veths; empty means raven-node's own")
 	fs.StringVar(&o.InstallPlugin, "install-cni-plugin", "", "path of the raven-cni binary to install into --cni-bin-dir, "+
-		"with 10-raven.conflist written into --cni-conf-dir, at start")
+		"with "+ConflistName+" written into --cni-conf-dir, at start")
 	fs.StringVar(&o.CNIBinDir, "cni-bin-dir", "/opt/cni/bin", "CNI plugin directory (with --install-cni-plugin)")
 	fs.StringVar(&o.CNIConfDir, "cni-conf-dir", "/etc/cni/net.d", "CNI configuration directory (with --install-cni-plugin)")
-	fs.StringVar(&o.CNIConflist, "cni-conflist", "", "conflist file to install as 10-raven.conflist instead of the generated one "+
+	fs.StringVar(&o.CNIConflist, "cni-conflist", "", "conflist file to install as "+ConflistName+" instead of the generated one "+
 		"(with --install-cni-plugin); it must name raven-cni and the same socket")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "address to serve /metrics and /healthz on; empty means none")
 	fs.BoolVar(&o.Nested, "nested", false, "this node is a Nova VM (a nested node): its pods' ports are VLAN subports of the VM port's trunk, "+

@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"context"
 	"flag"
 	"strings"
 	"testing"
 
+	"github.com/raven-net/raven/internal/cni/ovs"
 	"github.com/raven-net/raven/internal/cni/server"
 )
 
@@ -62,5 +64,24 @@ func TestNewDatapath(t *testing.T) {
 	}
 	if dp.health == nil || dp.sweep == nil {
 		t.Error("the kernel-VLAN path has no health check or no sweep")
+	}
+}
+
+// On the bridge, STATUS asks what an ADD needs (the database answers and has the bridge), so that a node is not
+// NotReady for an ovn-controller whose control socket is elsewhere; /healthz (raven-node's readiness) asks the
+// daemons too.
+func TestNewDatapathOnTheBridge(t *testing.T) {
+	dir := t.TempDir() // neither daemon's socket is in it
+	dp := newDatapath(t.Context(), &Options{Bridge: "br-int", OVSRunDir: dir, OVNRunDir: dir})
+	v, ok := dp.ovs.(*ovs.VSCtl)
+	if !ok {
+		t.Fatalf("OVS client %T, want *ovs.VSCtl", dp.ovs)
+	}
+	v.Run = func(context.Context, string, ...string) ([]byte, error) { return nil, nil } // the database answers
+	if err := dp.status(t.Context()); err != nil {
+		t.Errorf("STATUS's check = %v, want nil: an ADD can be served", err)
+	}
+	if err := dp.health(t.Context()); err == nil || !strings.Contains(err.Error(), "is not running") {
+		t.Errorf("/healthz's check = %v, want the daemons not running", err)
 	}
 }

@@ -57,7 +57,7 @@ func Run(ctx context.Context, o *Options) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	dp := newDatapath(ctx, o)
 	srv := server.New(server.Config{
-		Node: o.NodeName, ReadyTimeout: o.ReadyTimeout, Pods: pods, OVS: dp.ovs, Plumber: dp.plumber, Health: dp.health,
+		Node: o.NodeName, ReadyTimeout: o.ReadyTimeout, Pods: pods, OVS: dp.ovs, Plumber: dp.plumber, Health: dp.status,
 		Recorder: recorder, Metrics: server.NewMetrics(reg), Monitor: dp.monitor, PodsAPI: cs.CoreV1(), Nested: o.Nested,
 		VLANUplink: o.VLANUplink,
 		Lookup: func(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
@@ -98,7 +98,8 @@ func Run(ctx context.Context, o *Options) error {
 			_ = l.Close()
 			return err
 		}
-		logger.Info("Installed the CNI plugin", "binDir", o.CNIBinDir, "confDir", o.CNIConfDir)
+		logger.Info("Installed the CNI plugin", "binDir", o.CNIBinDir, "confDir", o.CNIConfDir, "conflist", ConflistName)
+		warnShadowingConfigs(ctx, recorder, o.NodeName, o.CNIConfDir)
 	}
 	if o.MetricsAddr != "" {
 		go serveMetrics(ctx, o.MetricsAddr, reg, dp.health, o.Socket)
@@ -115,7 +116,9 @@ type datapath struct {
 	ovs     ovs.Client  // nil on the kernel-VLAN path
 	monitor ovs.Monitor // nil on the kernel-VLAN path
 	plumber server.Plumber
-	// health is STATUS's and /healthz's check.
+	// status is STATUS's check: what an ADD needs (the OVS database and its bridge, or the VLAN uplink).
+	status func(ctx context.Context) error
+	// health is /healthz's (raven-node's readiness): status's, and on the bridge the daemons' control sockets.
 	health func(ctx context.Context) error
 	// sweep, when set, removes what a raven-node killed in an ADD left.
 	sweep func(ctx context.Context)
@@ -125,13 +128,18 @@ type datapath struct {
 func newDatapath(ctx context.Context, o *Options) datapath {
 	if o.VLANUplink != "" {
 		v := server.VLAN{Uplink: o.VLANUplink}
-		return datapath{name: "vlan-uplink " + o.VLANUplink, plumber: v, health: v.Health, sweep: v.Sweep}
+		return datapath{name: "vlan-uplink " + o.VLANUplink, plumber: v, status: v.Health, health: v.Health, sweep: v.Sweep}
 	}
 	watch := &ovs.Watch{DB: o.OVSDB}
 	go watch.Run(ctx)
 	vsctl := &ovs.VSCtl{DB: o.OVSDB, Bridge: o.Bridge, OVSRunDir: o.OVSRunDir, OVNRunDir: o.OVNRunDir, Watch: watch}
 	return datapath{name: "bridge " + o.Bridge, ovs: vsctl, monitor: watch, plumber: server.Netlink{DatapathNetns: o.DatapathNetns},
-		health: vsctl.Health}
+		status: vsctl.Health, health: func(ctx context.Context) error {
+			if err := vsctl.Health(ctx); err != nil {
+				return err
+			}
+			return vsctl.Daemons(ctx)
+		}}
 }
 
 func clientset(kubeconfig string) (kubernetes.Interface, error) {

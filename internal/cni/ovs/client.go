@@ -68,7 +68,7 @@ type Client interface {
 	// first. Given the external_ids of an AddPort, KeyPlug among them, that is the row AddPort wrote: the
 	// ovn-installed of a former row of the name never ends the wait. Nil plugged takes any row.
 	WaitInstalled(ctx context.Context, name string, plugged map[string]string) error
-	// Health returns an error saying what does not answer: ovsdb-server, the bridge, ovs-vswitchd or
-	// ovn-controller.
+	// Health returns an error saying what an ADD needs of Open vSwitch and does not have: the database, or the
+	// bridge in it.
 	Health(ctx context.Context) error
 }

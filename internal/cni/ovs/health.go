@@ -10,8 +10,9 @@ import (
 	"strings"
 )
 
-// Health implements Client: the database answers and has the bridge; when their run directories are
-// known, ovs-vswitchd and ovn-controller answer on their control sockets.
+// Health implements Client: the database answers and has the bridge, what every ADD writes to. The daemons'
+// control sockets are Daemons' business: their run directories differ between packagings, and a check at the
+// wrong path must not make the node NotReady.
 func (v *VSCtl) Health(ctx context.Context) error {
 	if _, err := v.vsctl(ctx, "br-exists", v.Bridge); err != nil {
 		if exitErr := (*exec.ExitError)(nil); errors.As(err, &exitErr) && exitErr.ExitCode() == 2 {
@@ -19,6 +20,12 @@ func (v *VSCtl) Health(ctx context.Context) error {
 		}
 		return fmt.Errorf("the Open vSwitch database does not answer: %w", err)
 	}
+	return nil
+}
+
+// Daemons says whether ovs-vswitchd and ovn-controller answer on their control sockets, for each whose run
+// directory is known (OVSRunDir, OVNRunDir).
+func (v *VSCtl) Daemons(ctx context.Context) error {
 	for _, d := range []struct{ dir, daemon string }{{v.OVSRunDir, "ovs-vswitchd"}, {v.OVNRunDir, "ovn-controller"}} {
 		if d.dir == "" {
 			continue

@@ -30,15 +30,15 @@ func ExecRunner(ctx context.Context, name string, args ...string) ([]byte, error
 	return stdout.Bytes(), nil
 }
 
-// VSCtl is the Client over ovs-vsctl (and ovs-appctl for Health).
+// VSCtl is the Client over ovs-vsctl (and ovs-appctl for Daemons).
 type VSCtl struct {
 	// DB is passed as --db= to every ovs-vsctl call; empty means ovs-vsctl's default.
 	DB string
 	// Bridge is the integration bridge, br-int.
 	Bridge string
-	// OVSRunDir, when set, is where Health finds ovs-vswitchd's control socket.
+	// OVSRunDir, when set, is where Daemons finds ovs-vswitchd's control socket.
 	OVSRunDir string
-	// OVNRunDir, when set, is where Health finds ovn-controller's control socket.
+	// OVNRunDir, when set, is where Daemons finds ovn-controller's control socket.
 	OVNRunDir string
 	// Timeout bounds each call that has no deadline of its own.
 	Timeout time.Duration

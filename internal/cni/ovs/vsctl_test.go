@@ -128,7 +128,37 @@ func TestParseInterfaces(t *testing.T) {
 	}
 }
 
+// Health is STATUS's check, what an ADD needs of Open vSwitch: the database answers and has the bridge. The
+// daemons' control sockets are not among it (their run directories differ between packagings).
 func TestHealth(t *testing.T) {
+	dir := t.TempDir() // no control socket in it
+	tests := []struct {
+		name    string
+		err     error
+		wantErr string
+	}{
+		{name: "the database answers"},
+		{name: "the database does not answer", err: errors.New("unix:/x: database connection failed"), wantErr: "database does not answer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &recorder{err: tt.err}
+			v := &VSCtl{Bridge: "br-int", OVSRunDir: dir, OVNRunDir: dir, Run: r.run}
+			err := v.Health(t.Context())
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Health = %v, want error containing %q", err, tt.wantErr)
+			}
+			for _, c := range r.calls {
+				if c[0] == "ovs-appctl" {
+					t.Errorf("Health called %q", c)
+				}
+			}
+		})
+	}
+}
+
+// Daemons is /healthz's further check: ovs-vswitchd and ovn-controller answer on their control sockets.
+func TestDaemons(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ovn-controller.pid"), []byte("42\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -140,10 +170,10 @@ func TestHealth(t *testing.T) {
 		err     error
 		wantErr string
 	}{
-		{name: "the database answers and no run directory is given", rundir: ""},
-		{name: "the database does not answer", err: errors.New("unix:/x: database connection failed"), wantErr: "database does not answer"},
+		{name: "no run directory is given", rundir: ""},
 		{name: "ovn-controller answers on its pid-named socket", rundir: dir, ctl: true},
 		{name: "ovn-controller's socket is missing", rundir: dir, wantErr: "ovn-controller is not running"},
+		{name: "ovn-controller does not answer", rundir: dir, ctl: true, err: errors.New("connection refused"), wantErr: "ovn-controller does not answer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,9 +186,9 @@ func TestHealth(t *testing.T) {
 			}
 			r := &recorder{err: tt.err}
 			v := &VSCtl{Bridge: "br-int", OVNRunDir: tt.rundir, Run: r.run}
-			err := v.Health(t.Context())
+			err := v.Daemons(t.Context())
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("Health = %v, want error containing %q", err, tt.wantErr)
+				t.Fatalf("Daemons = %v, want error containing %q", err, tt.wantErr)
 			}
 			if tt.ctl {
 				last := r.calls[len(r.calls)-1]

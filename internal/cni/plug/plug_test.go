@@ -12,6 +12,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/containernetworking/plugins/pkg/utils/sysctl"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 func needRoot(t *testing.T) {
@@ -74,6 +75,16 @@ func TestSetupAndTeardownInARealNamespace(t *testing.T) {
 		}},
 		{name: "teardown by the pod end only", teardown: func(t *testing.T, s Spec, _ ns.NetNS) {
 			if err := Teardown("", s.Netns, s.IfName, ""); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "teardown after the runtime unmounted the namespace and left its file", teardown: func(t *testing.T, s Spec, n ns.NetNS) {
+			_ = n.Close()
+			if err := unix.Unmount(n.Path(), unix.MNT_DETACH); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.Remove(n.Path()) })
+			if err := Teardown("", s.Netns, s.IfName, s.HostIfName); err != nil {
 				t.Fatal(err)
 			}
 		}},

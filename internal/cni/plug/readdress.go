@@ -156,8 +156,10 @@ func flushNeighbours(link netlink.Link, family int) error {
 	return nil
 }
 
-// NamespaceGone says err comes from a network namespace that no longer exists: its sandbox is gone.
+// NamespaceGone says err comes from a network namespace that no longer exists, or whose path is no longer a
+// namespace (the runtime unmounted it and left the file): its sandbox is gone.
 func NamespaceGone(err error) bool {
 	var gone ns.NSPathNotExistErr
-	return errors.As(err, &gone)
+	var notNS ns.NSPathNotNSErr
+	return errors.As(err, &gone) || errors.As(err, &notNS)
 }

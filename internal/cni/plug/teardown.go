@@ -36,8 +36,7 @@ func Teardown(hostNetns, netnsPath, ifName, hostIfName string) error {
 		}
 		return nil
 	})
-	var gone ns.NSPathNotExistErr
-	if errors.As(err, &gone) {
+	if NamespaceGone(err) {
 		return nil
 	}
 	if err != nil {

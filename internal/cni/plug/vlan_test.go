@@ -172,6 +172,9 @@ func TestTeardownVLAN(t *testing.T) {
 		}},
 		{name: "a namespace without it", setup: func(*fakeKernel) {}},
 		{name: "a namespace that is gone", netns: "/var/run/netns/cni-gone", setup: func(*fakeKernel) {}},
+		{name: "a namespace the runtime unmounted, its file left", setup: func(k *fakeKernel) {
+			k.fail["GetNS"] = ns.NSPathNotNSErr{}
+		}},
 		{name: "a veth of that name is no pod's VLAN link: it stays", setup: func(k *fakeKernel) {
 			k.links[podNS] = append(k.links[podNS], &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth0", Index: 9}})
 		}, wantPod: []string{"eth0", "lo"}},

@@ -111,6 +111,15 @@ func TestAddThroughTheSocket(t *testing.T) {
 				t.Errorf("result %s", out)
 			}
 		}},
+		{name: "a 1.0.0 result, as containerd 1.7's libcni reads it", cniVersion: "1.0.0", check: func(t *testing.T, out []byte) {
+			var r current.Result
+			if err := json.Unmarshal(out, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.CNIVersion != "1.0.0" || len(r.IPs) != 1 || r.IPs[0].Address.String() != "10.244.0.158/24" {
+				t.Errorf("result %s", out)
+			}
+		}},
 		{name: "a result converted to 0.4.0", cniVersion: "0.4.0", check: func(t *testing.T, out []byte) {
 			if !strings.Contains(string(out), `"cniVersion": "0.4.0"`) || !strings.Contains(string(out), "10.244.0.158/24") {
 				t.Errorf("result %s", out)

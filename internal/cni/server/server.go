@@ -50,7 +50,7 @@ type Config struct {
 	// VLAN (the kernel-VLAN path: Plumber is a VLAN plumber of that NIC). Nothing then joins a bridge: ADD, DEL,
 	// CHECK, GC and STATUS never call OVS, and the pod's namespace holds all there is of a plug.
 	VLANUplink string
-	// Health says whether the node can plug pods, for STATUS; nil means OVS.Health.
+	// Health says whether an ADD can be served, for STATUS; nil means OVS.Health.
 	Health func(ctx context.Context) error
 }
 

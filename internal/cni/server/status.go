@@ -6,8 +6,9 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 )
 
-// status answers STATUS: ready when OVS (and, if configured, ovs-vswitchd and ovn-controller) answers, or what
-// Config.Health checks instead (the uplink, on the kernel-VLAN path).
+// status answers STATUS, which fails only when an ADD cannot be served: Config.Health (raven-node's: the OVS
+// database and its bridge, or the VLAN uplink), else OVS.Health. raven-node not answering at all is raven-cni's
+// own STATUS failure (code 50).
 func (s *Server) status(ctx context.Context) error {
 	health := s.cfg.Health
 	if health == nil {

@@ -16,8 +16,13 @@ const PluginType = "raven-cni"
 // NetworkName is the name of the network in the conflist raven-node installs.
 const NetworkName = "raven"
 
-// CNIVersion is the spec version of the conflist raven-node installs.
-const CNIVersion = "1.1.0"
+// CNIVersion is the spec version of the conflist raven-node installs: 1.0.0, the newest a libcni that reads no
+// cniVersions implements (CNI v1.1.x, containerd 1.7's), which cannot read a 1.1.0 result.
+const CNIVersion = "1.0.0"
+
+// CNIVersions are the versions the conflist offers a libcni that honours cniVersions (CNI v1.2 and later,
+// containerd 2.x's): it picks the highest it implements. raven-cni answers each in its own version.
+func CNIVersions() []string { return []string{"1.0.0", "1.1.0"} }
 
 // NetConf is raven-cni's entry in the conflist.
 type NetConf struct {
@@ -41,8 +46,9 @@ func ParseNetConf(stdin []byte) (*NetConf, error) {
 // Conflist renders the network configuration list raven-node installs into the CNI configuration directory.
 func Conflist(socket string) ([]byte, error) {
 	list := map[string]any{
-		"cniVersion": CNIVersion,
-		"name":       NetworkName,
+		"cniVersion":  CNIVersion,
+		"cniVersions": CNIVersions(),
+		"name":        NetworkName,
 		"plugins": []map[string]any{{
 			"type":   PluginType,
 			"socket": socket,
