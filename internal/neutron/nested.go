@@ -354,7 +354,7 @@ func (t *Trunks) Detach(ctx context.Context, portID string) error {
 	if vt := t.carrier(portID); vt != nil {
 		return vt.group(&vt.nextDetach, []string{portID}, func(ports []string) error { return t.removeLocked(ctx, vt, ports) })
 	}
-	trunks, err := t.candidates(ctx)
+	trunks, err := t.candidates(ctx, portID)
 	if err != nil {
 		return fmt.Errorf("port %s: no trunk Raven knows carries it: %w", portID, err)
 	}
@@ -367,13 +367,22 @@ func (t *Trunks) Detach(ctx context.Context, portID string) error {
 }
 
 // candidates are the trunks that may carry a port Raven did not attach since it started: those of the node VMs'
-// ports on the worker subnet, else those of Raven's project.
-func (t *Trunks) candidates(ctx context.Context) ([]openstack.Trunk, error) {
+// ports on the worker subnet, else those of Raven's project, else (credentials that name no project, auth_type
+// none, whose requests are all an admin's) the trunk of the parent port the port's binding profile names.
+func (t *Trunks) candidates(ctx context.Context, portID string) ([]openstack.Trunk, error) {
 	if t.WorkerSubnetID == "" {
 		if p := t.N.ProjectID(); p != "" {
 			return t.N.ListProjectTrunks(ctx, p)
 		}
-		return nil, fmt.Errorf("without nested.workerSubnetID, nor a project in Raven's credentials, the node VMs' trunks, which may carry it, cannot be looked at")
+		port, err := t.N.GetPort(ctx, portID)
+		if err != nil {
+			return nil, openstack.IgnoreNotFound(err)
+		}
+		parent, _ := port.Profile["parent_name"].(string)
+		if port.DeviceOwner != openstack.SubportOwner || parent == "" {
+			return nil, nil // not a subport: nothing to take it off
+		}
+		return t.N.ListTrunks(ctx, parent)
 	}
 	vms, err := t.N.PortsWithAddress(ctx, t.WorkerSubnetID, "")
 	if err != nil || len(vms) == 0 {

@@ -35,7 +35,10 @@ type Port struct {
 	HostID     string         `json:"binding:host_id"`
 	VIFType    string         `json:"binding:vif_type"`
 	VIFDetails map[string]any `json:"binding:vif_details"`
-	Extra      map[string]any `json:"-"`
+	// Profile is binding:profile, which only an admin (or the service role) reads: on a subport, ML2/OVN's
+	// trunk driver writes the parent port's ID there (parent_name) and its VLAN (tag).
+	Profile map[string]any `json:"binding:profile,omitempty"`
+	Extra   map[string]any `json:"-"`
 }
 
 // AddressPair is an allowed address pair of a port.

@@ -109,32 +109,34 @@ func TestNestedPodWithoutTrunkIsAWarning(t *testing.T) {
 
 // A Raven whose nested configuration was removed (no worker subnet: it attaches nothing) still takes a deleted
 // pod's port off its trunk to delete it; else Neutron's 409 would hold the port, and with it the namespace. It
-// looks at the trunks of its own project (the node VMs' trunks it attached to are there), never at every trunk
-// of the cloud.
+// looks at the trunks of its own project (the node VMs' trunks it attached to are there) or, with credentials
+// that name no project (auth_type none), at the trunk of the parent port the port's binding profile names;
+// never at every trunk of the cloud.
 func TestNestedPortReleasedWithoutNestedConfig(t *testing.T) {
-	ctx := context.Background()
-	w, tr := nestedWorld(t, pod("a", "ua", onNode("vm-1")))
-	if err := w.reconcile(t, "a"); err != nil {
-		t.Fatal(err)
-	}
-	// Raven's credentials name its project, which holds the VM's trunk.
-	w.n.Project, w.n.Trunks[tr.ID].ProjectID = "raven", "raven"
-	w.n.ForgetListings()
-	defer func() {
-		for _, l := range w.n.Unscoped("c1") {
-			t.Errorf("%s by %+v (of %v) is not scoped to the cluster or Raven's project", l.Method, l.Filter, l.IDs)
-		}
-	}()
-	w.r.Nested = nil
-	w.r.Neutron.T = &neutron.Trunks{N: w.n}
-	if err := w.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.reconcile(t, "a"); err != nil {
-		t.Fatal(err)
-	}
-	if ports := w.ports("ua"); len(ports) != 0 || len(w.n.Trunks[tr.ID].Subports) != 0 {
-		t.Fatalf("%d port(s) left, trunk subports %+v: want the port off the trunk and gone", len(ports), w.n.Trunks[tr.ID].Subports)
+	for _, project := range []string{"raven", ""} {
+		t.Run("project "+project, func(t *testing.T) {
+			ctx := context.Background()
+			w, tr := nestedWorld(t, pod("a", "ua", onNode("vm-1")))
+			if err := w.reconcile(t, "a"); err != nil {
+				t.Fatal(err)
+			}
+			w.n.Project, w.n.Trunks[tr.ID].ProjectID = project, project
+			w.n.ForgetListings()
+			w.r.Nested = nil
+			w.r.Neutron.T = &neutron.Trunks{N: w.n}
+			if err := w.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.reconcile(t, "a"); err != nil {
+				t.Fatal(err)
+			}
+			if ports := w.ports("ua"); len(ports) != 0 || len(w.n.Trunks[tr.ID].Subports) != 0 {
+				t.Fatalf("%d port(s) left, trunk subports %+v: want the port off the trunk and gone", len(ports), w.n.Trunks[tr.ID].Subports)
+			}
+			for _, l := range w.n.Unscoped("c1") {
+				t.Errorf("%s by %+v (of %v) is not scoped to the cluster or Raven's project", l.Method, l.Filter, l.IDs)
+			}
+		})
 	}
 }
 

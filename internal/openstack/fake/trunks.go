@@ -161,6 +161,7 @@ func (n *Neutron) AddSubports(_ context.Context, trunkID string, subs []openstac
 	for _, s := range subs {
 		t.Subports = append(t.Subports, s)
 		n.setOwnerLocked(n.Ports[s.PortID], openstack.SubportOwner)
+		n.Ports[s.PortID].Profile = map[string]any{"parent_name": t.PortID, "tag": s.SegmentationID}
 		if n.ix != nil {
 			n.ix.carrier[s.PortID] = t.ID
 		}
@@ -189,6 +190,7 @@ func (n *Neutron) RemoveSubports(_ context.Context, trunkID string, portIDs []st
 	for _, id := range portIDs {
 		if p, ok := n.Ports[id]; ok {
 			n.setOwnerLocked(p, "")
+			p.Profile = nil
 		}
 		if n.ix != nil {
 			delete(n.ix.carrier, id)
