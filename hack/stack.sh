@@ -537,7 +537,10 @@ up() {
   ctoken=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
   {
     echo "$token,admin,admin-uid,\"system:masters\""
-    echo "$ctoken,raven-unprivileged,raven-unprivileged-uid"
+    # The unprivileged identity is named as Raven's service account, so that the shipped admission policy
+    # raven-pod-annotations (deploy/node/admission.yaml) lets it write the pod annotations it owns; it holds only
+    # the RBAC a test binds to it (or the shipped binding of deploy/rbac.yaml, once installed).
+    echo "$ctoken,system:serviceaccount:raven-system:raven,raven-unprivileged-uid,\"system:serviceaccounts,system:serviceaccounts:raven-system\""
   } >"$STACK_DIR/pki/tokens.csv"
   # Without kubelets, pods need no ServiceAccount token; with them, the API server authorizes each kubelet as its
   # node (Node authorizer, NodeRestriction) and reaches kubelets with a client certificate of their CA.

@@ -379,11 +379,12 @@ var ravenIdentity = rest.ImpersonationConfig{
 	Groups:   []string{"system:masters", "system:serviceaccounts", "system:serviceaccounts:raven-system"},
 }
 
-// ravenKubeconfig returns the kubeconfig a Raven process gets: the stack's admin kubeconfig (path) impersonating
-// ravenIdentity, written beside it; any other (the unprivileged one) as it is.
+// ravenKubeconfig returns the kubeconfig a Raven process gets: an admin kubeconfig (path: the stack's, or the
+// Keystone stack's) impersonating ravenIdentity, written beside it; the unprivileged one, whose user is named as
+// Raven's service account already, as it is.
 func ravenKubeconfig(t testing.TB, path string) string {
 	t.Helper()
-	if path != env.vars["KUBECONFIG"] {
+	if path == env.vars["STACK_UNPRIVILEGED_KUBECONFIG"] {
 		return path
 	}
 	cfg, err := clientcmd.LoadFromFile(path)

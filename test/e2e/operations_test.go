@@ -78,7 +78,7 @@ func TestLeastPrivilegeClusterRole(t *testing.T) {
 		t.Fatalf("listing secrets with Raven's role: %v, want Forbidden", err)
 	}
 	// RBAC denials name the user; "forbidden" alone also covers writes into a namespace being deleted.
-	if l := tail(r.logPath, 400); strings.Contains(l, `forbidden: User \"raven-unprivileged\"`) {
+	if l := tail(r.logPath, 400); strings.Contains(l, `forbidden: User \"`+unprivilegedUser+`\"`) {
 		t.Errorf("Raven hit a forbidden call with its own role:\n%s", grepLines(l, "forbidden: user"))
 	}
 	r.stop()
@@ -417,6 +417,11 @@ func keystoneGet(t testing.TB, keystone, token, path string, into any) {
 }
 
 // bindUnprivilegedIn binds role, in its namespace (made when missing, and left), to the unprivileged user.
+// unprivilegedUser is the stack's unprivileged identity (STACK_UNPRIVILEGED_KUBECONFIG): named as Raven's service
+// account, which the shipped admission policy lets write the kuryr.org annotations, with no right but those the
+// test binds to it.
+const unprivilegedUser = "system:serviceaccount:raven-system:raven"
+
 func bindUnprivilegedIn(t testing.TB, role *rbacv1.Role) {
 	t.Helper()
 	ctx := context.Background()
@@ -432,7 +437,7 @@ func bindUnprivilegedIn(t testing.TB, role *rbacv1.Role) {
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: role.Namespace},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "raven-unprivileged"}},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: unprivilegedUser}},
 	}
 	if _, err := env.kube.RbacV1().RoleBindings(role.Namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -456,7 +461,7 @@ func bindUnprivileged(t testing.TB, role *rbacv1.ClusterRole) {
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "raven-unprivileged"}},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: unprivilegedUser}},
 	}
 	if _, err := env.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
