@@ -120,7 +120,14 @@ func TestNetworkPolicyFailsClosedWhenItsGroupCannotBeMade(t *testing.T) {
 	}
 	eventually(t, 2*time.Minute, "no policy group left in Neutron", func() (bool, error) {
 		groups, err := env.os.Networking.ListSecurityGroups(ctx, openstack.Filter{Tags: ownership.Selector(env.cluster, ownership.KindPolicy)})
-		return len(groups) == 0, err
+		if err != nil || len(groups) == 0 {
+			return err == nil, err
+		}
+		left := make([]string, len(groups))
+		for i, g := range groups {
+			left[i] = g.Name + " (" + g.Description + ")"
+		}
+		return false, fmt.Errorf("left: %s", strings.Join(left, "; "))
 	})
 }
 

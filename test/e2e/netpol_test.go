@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -419,7 +420,10 @@ func TestNetworkPolicyTruthTable(t *testing.T) {
 	// all is left).
 	eventually(t, 2*time.Minute, "no policy group of this test's namespaces left in Neutron", func() (bool, error) {
 		groups, err := env.os.Networking.ListSecurityGroups(context.Background(), openstack.Filter{Tags: ownership.Selector(env.cluster, ownership.KindPolicy)})
-		return len(namingNamespaces(groups, c)) == 0, err
+		if left := namingNamespaces(groups, c); err != nil || len(left) > 0 {
+			return false, errors.Join(err, fmt.Errorf("left: %s", strings.Join(left, "; ")))
+		}
+		return true, nil
 	})
 	slices.Sort(took)
 	t.Logf("%d scenarios (%d probes): policy created → matrix enforced p50 %.1f s, max %.1f s", len(groups), len(took), took[len(took)/2], took[len(took)-1])
