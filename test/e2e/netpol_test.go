@@ -5,8 +5,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"slices"
