@@ -363,20 +363,7 @@ func TestShippedConfigRollsItsPods(t *testing.T) {
 			if !generated {
 				t.Errorf("%s makes no %s with a configMapGenerator: a change to it needs a manual restart", filepath.Join("deploy", tc.dir), tc.configMap)
 			}
-			for _, r := range k.Resources {
-				if !strings.HasSuffix(r, ".yaml") {
-					continue
-				}
-				for _, doc := range bytes.Split(readFile(t, filepath.Join(tc.dir, r)), []byte("\n---\n")) {
-					var meta metav1.PartialObjectMetadata
-					if err := yaml.Unmarshal(doc, &meta); err != nil {
-						t.Fatal(err)
-					}
-					if meta.Kind == "ConfigMap" && meta.Name == tc.configMap {
-						t.Errorf("%s holds %s as a plain resource, which kustomize never renames", filepath.Join("deploy", tc.dir, r), tc.configMap)
-					}
-				}
-			}
+			noPlainConfigMap(t, tc.dir, k.Resources, tc.configMap)
 			for _, w := range tc.workloads {
 				var obj struct {
 					Spec struct{ Template corev1.PodTemplateSpec }
@@ -391,5 +378,25 @@ func TestShippedConfigRollsItsPods(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// noPlainConfigMap fails t when one of the kustomization's resources in dir holds configMap as a plain
+// ConfigMap, which kustomize never renames.
+func noPlainConfigMap(t *testing.T, dir string, resources []string, configMap string) {
+	t.Helper()
+	for _, r := range resources {
+		if !strings.HasSuffix(r, ".yaml") {
+			continue
+		}
+		for _, doc := range bytes.Split(readFile(t, filepath.Join(dir, r)), []byte("\n---\n")) {
+			var meta metav1.PartialObjectMetadata
+			if err := yaml.Unmarshal(doc, &meta); err != nil {
+				t.Fatal(err)
+			}
+			if meta.Kind == "ConfigMap" && meta.Name == configMap {
+				t.Errorf("%s holds %s as a plain resource, which kustomize never renames", filepath.Join("deploy", dir, r), configMap)
+			}
+		}
 	}
 }
