@@ -95,6 +95,16 @@ func cmdArgs(socket, cniVersion string) *skel.CmdArgs {
 	}
 }
 
+// currentResult decodes a result of the current CNI version.
+func currentResult(t *testing.T, out []byte) current.Result {
+	t.Helper()
+	var r current.Result
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func TestAddThroughTheSocket(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -102,21 +112,13 @@ func TestAddThroughTheSocket(t *testing.T) {
 		check      func(t *testing.T, out []byte)
 	}{
 		{name: "a 1.1.0 result", cniVersion: "1.1.0", check: func(t *testing.T, out []byte) {
-			var r current.Result
-			if err := json.Unmarshal(out, &r); err != nil {
-				t.Fatal(err)
-			}
-			if r.CNIVersion != "1.1.0" || len(r.IPs) != 1 || r.IPs[0].Address.String() != "10.244.0.158/24" ||
+			if r := currentResult(t, out); r.CNIVersion != "1.1.0" || len(r.IPs) != 1 || r.IPs[0].Address.String() != "10.244.0.158/24" ||
 				r.IPs[0].Gateway.String() != "10.244.0.1" || r.Interfaces[1].Mac != "fa:16:3e:84:88:2a" {
 				t.Errorf("result %s", out)
 			}
 		}},
 		{name: "a 1.0.0 result, as containerd 1.7's libcni reads it", cniVersion: "1.0.0", check: func(t *testing.T, out []byte) {
-			var r current.Result
-			if err := json.Unmarshal(out, &r); err != nil {
-				t.Fatal(err)
-			}
-			if r.CNIVersion != "1.0.0" || len(r.IPs) != 1 || r.IPs[0].Address.String() != "10.244.0.158/24" {
+			if r := currentResult(t, out); r.CNIVersion != "1.0.0" || len(r.IPs) != 1 || r.IPs[0].Address.String() != "10.244.0.158/24" {
 				t.Errorf("result %s", out)
 			}
 		}},
