@@ -97,9 +97,10 @@ func (s *Sim) serve(svc *service, w http.ResponseWriter, r *http.Request) {
 			<-svc.sem
 		}
 	}
-	res.write(w)
+	// Counted before the answer leaves: a client that has its answer finds it in Stats.
 	s.count.record(served{op: op, method: r.Method, items: c.items, list: c.list, first: c.query.Get("marker") == "",
 		status: res.status, total: time.Since(arrived), wait: started.Sub(arrived)})
+	res.write(w)
 	if s.Log != nil && res.status >= 400 && res.status != http.StatusNotFound {
 		s.Log("%s %s %s: %d %s", svc.name, r.Method, r.URL.RequestURI(), res.status, res.msg)
 	}
