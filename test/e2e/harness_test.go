@@ -384,9 +384,20 @@ var ravenIdentity = rest.ImpersonationConfig{
 // Raven's service account already, as it is.
 func ravenKubeconfig(t testing.TB, path string) string {
 	t.Helper()
-	if path == env.vars["STACK_UNPRIVILEGED_KUBECONFIG"] {
+	if path == env.vars["STACK_UNPRIVILEGED_KUBECONFIG"] || strings.HasSuffix(path, "-as-"+impersonatedSuffix) {
 		return path
 	}
+	return impersonatingKubeconfig(t, path, ravenIdentity.UserName, ravenIdentity.Groups, "raven")
+}
+
+// impersonatedSuffix marks a kubeconfig written by impersonatingKubeconfig for a test's own identity: ravenKubeconfig
+// leaves it as it is.
+const impersonatedSuffix = "test-identity"
+
+// impersonatingKubeconfig writes, beside the admin kubeconfig path, a copy whose user impersonates user with groups, named
+// path-as-name, and returns its path.
+func impersonatingKubeconfig(t testing.TB, path, user string, groups []string, name string) string {
+	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -395,9 +406,9 @@ func ravenKubeconfig(t testing.TB, path string) string {
 	if ctx == nil || cfg.AuthInfos[ctx.AuthInfo] == nil {
 		t.Fatalf("%s: no user in its current context %q", path, cfg.CurrentContext)
 	}
-	user := cfg.AuthInfos[ctx.AuthInfo]
-	user.Impersonate, user.ImpersonateGroups = ravenIdentity.UserName, ravenIdentity.Groups
-	as := path + "-as-raven"
+	info := cfg.AuthInfos[ctx.AuthInfo]
+	info.Impersonate, info.ImpersonateGroups = user, groups
+	as := path + "-as-" + name
 	if err := clientcmd.WriteToFile(*cfg, as); err != nil {
 		t.Fatal(err)
 	}

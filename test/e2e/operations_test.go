@@ -452,6 +452,12 @@ func bindUnprivilegedIn(t testing.TB, role *rbacv1.Role) {
 // it, for the rest of the test.
 func bindUnprivileged(t testing.TB, role *rbacv1.ClusterRole) {
 	t.Helper()
+	bindUser(t, role, unprivilegedUser)
+}
+
+// bindUser creates the ClusterRole under a fresh name and binds user to it, for the rest of the test.
+func bindUser(t testing.TB, role *rbacv1.ClusterRole, user string) {
+	t.Helper()
 	ctx := context.Background()
 	role.Name = "e2e-raven-" + randSuffix()
 	role.ResourceVersion = ""
@@ -461,7 +467,7 @@ func bindUnprivileged(t testing.TB, role *rbacv1.ClusterRole) {
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: "User", Name: unprivilegedUser}},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: user}},
 	}
 	if _, err := env.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

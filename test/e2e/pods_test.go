@@ -427,7 +427,9 @@ func TestKilledBetweenPortCreateAndAnnotation(t *testing.T) {
 	namespaceSubnet(t, ns)
 	env.raven.stop()
 
-	// An identity that can do everything Raven does except patch pods.
+	// An identity that can do everything Raven does except patch pods (not named as Raven's service account,
+	// which the shipped RBAC lets patch pods).
+	const user = "raven-without-pod-patch"
 	role := &rbacv1.ClusterRole{
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"pods", "namespaces", "services", "nodes"}, Verbs: []string{"get", "list", "watch"}},
@@ -437,11 +439,11 @@ func TestKilledBetweenPortCreateAndAnnotation(t *testing.T) {
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 		},
 	}
-	bindUnprivileged(t, role)
+	bindUser(t, role, user)
 
 	const n = 10
 	createPods(t, ns, "crash", n)
-	r := startRaven(t, ravenOpts{kubeconfig: env.vars["STACK_UNPRIVILEGED_KUBECONFIG"]})
+	r := startRaven(t, ravenOpts{kubeconfig: impersonatingKubeconfig(t, env.vars["KUBECONFIG"], user, nil, impersonatedSuffix)})
 	eventually(t, 60*time.Second, "ports for every pod (annotations are forbidden)", func() (bool, error) {
 		count := 0
 		for _, p := range clusterPorts(t) {
