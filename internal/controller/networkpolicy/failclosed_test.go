@@ -41,26 +41,15 @@ func (w *world) openEgress(t *testing.T, name string) string {
 	w.n.Lock()
 	defer w.n.Unlock()
 	v4 := netip.MustParseAddr(outside)
-	for _, p := range w.n.Ports {
-		if p.DeviceID != name+"-uid" {
+	for sg, r := range w.podRules(name) {
+		if r.Direction != "egress" || r.RemoteGroupID != "" {
 			continue
 		}
-		for _, id := range p.SecurityGroups {
-			sg := w.n.SGs[id]
-			if sg == nil {
-				continue
-			}
-			for _, r := range sg.Rules {
-				if r.Direction != "egress" || r.RemoteGroupID != "" {
-					continue
-				}
-				if r.RemoteIPPrefix == "" || r.EtherType == "IPv6" {
-					return sg.Name + " (" + r.EtherType + " to anywhere)"
-				}
-				if pfx, err := netip.ParsePrefix(r.RemoteIPPrefix); err == nil && pfx.Contains(v4) {
-					return sg.Name + " (to " + r.RemoteIPPrefix + ")"
-				}
-			}
+		if r.RemoteIPPrefix == "" || r.EtherType == "IPv6" {
+			return sg.Name + " (" + r.EtherType + " to anywhere)"
+		}
+		if pfx, err := netip.ParsePrefix(r.RemoteIPPrefix); err == nil && pfx.Contains(v4) {
+			return sg.Name + " (to " + r.RemoteIPPrefix + ")"
 		}
 	}
 	return ""

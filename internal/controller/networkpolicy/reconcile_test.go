@@ -2,6 +2,7 @@ package networkpolicy
 
 import (
 	"context"
+	"iter"
 	"net/netip"
 	"slices"
 	"strings"
@@ -550,26 +551,38 @@ func numericPolicy() *networkingv1.NetworkPolicy {
 func (w *world) admits(t *testing.T, name, dir, addr string) bool {
 	t.Helper()
 	a := netip.MustParseAddr(addr)
-	for _, p := range w.n.Ports {
-		if p.DeviceID != name+"-uid" {
+	for _, r := range w.podRules(name) {
+		if r.Direction != dir || r.RemoteIPPrefix == "" {
 			continue
 		}
-		for _, id := range p.SecurityGroups {
-			sg := w.n.SGs[id]
-			if sg == nil {
+		if pfx, err := netip.ParsePrefix(r.RemoteIPPrefix); err == nil && pfx.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// podRules yields each rule of the groups on the pod's port, with its group. The caller holds w.n when other
+// goroutines may change it.
+func (w *world) podRules(name string) iter.Seq2[*openstack.SecurityGroup, openstack.SecurityGroupRule] {
+	return func(yield func(*openstack.SecurityGroup, openstack.SecurityGroupRule) bool) {
+		for _, p := range w.n.Ports {
+			if p.DeviceID != name+"-uid" {
 				continue
 			}
-			for _, r := range sg.Rules {
-				if r.Direction != dir || r.RemoteIPPrefix == "" {
+			for _, id := range p.SecurityGroups {
+				sg := w.n.SGs[id]
+				if sg == nil {
 					continue
 				}
-				if pfx, err := netip.ParsePrefix(r.RemoteIPPrefix); err == nil && pfx.Contains(a) {
-					return true
+				for _, r := range sg.Rules {
+					if !yield(sg, r) {
+						return
+					}
 				}
 			}
 		}
 	}
-	return false
 }
 
 // An isolated pod admits its own node (kubelet probes), as Kubernetes does whatever the policies say, and

@@ -78,15 +78,20 @@ func (n *Neutron) ListTrunks(_ context.Context, parentPortIDs ...string) ([]open
 	if len(parentPortIDs) == 0 || slices.Contains(parentPortIDs, "") {
 		return nil, openstack.ErrUnscoped
 	}
+	return n.trunksWhere(func(t *openstack.Trunk) bool { return slices.Contains(parentPortIDs, t.PortID) }), nil
+}
+
+// trunksWhere copies the trunks keep says. Caller holds n.mu.
+func (n *Neutron) trunksWhere(keep func(*openstack.Trunk) bool) []openstack.Trunk {
 	var out []openstack.Trunk
 	for _, t := range n.Trunks {
-		if slices.Contains(parentPortIDs, t.PortID) {
+		if keep(t) {
 			c := *t
 			c.Subports = slices.Clone(t.Subports)
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // ListProjectTrunks implements openstack.Networking; like it, it refuses to list without a project.
@@ -100,15 +105,7 @@ func (n *Neutron) ListProjectTrunks(_ context.Context, projectID string) ([]open
 	if projectID == "" {
 		return nil, openstack.ErrUnscoped
 	}
-	var out []openstack.Trunk
-	for _, t := range n.Trunks {
-		if t.ProjectID == projectID {
-			c := *t
-			c.Subports = slices.Clone(t.Subports)
-			out = append(out, c)
-		}
-	}
-	return out, nil
+	return n.trunksWhere(func(t *openstack.Trunk) bool { return t.ProjectID == projectID }), nil
 }
 
 // GetTrunk implements openstack.Networking.
